@@ -77,7 +77,7 @@ def crc24(data):
 
 
 def is_armored(data):
-    return b'-----BEGIN PGP ' in data
+    return b'-----BEGIN PGP ' in data or b'-----END PGP ' in data
 
 
 def dearmor(data):
