@@ -34,7 +34,6 @@ rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
 
 tar -C "$rootfs" -c . | docker import \
   -c 'ENV container=docker' \
-  -c 'STOPSIGNAL SIGRTMIN+3' \
   -c 'CMD ["/lib/systemd/systemd"]' \
   - "$image" >&2
 echo "$image"

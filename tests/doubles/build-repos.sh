@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Build signed local apt repositories that stand in for the vendor ones:
+#   cuda                  flat repo, like developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+#   libnvidia-container   flat repo, like nvidia.github.io/libnvidia-container/stable/deb/amd64/
+#   neuron                suite repo, like apt.repos.neuron.amazonaws.com bookworm main
+# Each repo is signed with its own throwaway key generated here, so the roles'
+# signed-by keyring and fingerprint checks run for real. The packages are the
+# test doubles under tests/doubles/packages/<repo>/<package>/ (see README.md).
+#
+# Usage: build-repos.sh [OUTDIR]   (default build/repos; rebuilt only when
+# tests/doubles changes). Prints OUTDIR. Layout of OUTDIR:
+#   keys/<repo>.asc, keys/<repo>.fingerprint
+#   cuda/debian12/x86_64/, libnvidia-container/stable/deb/amd64/, neuron/dists/bookworm/...
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(realpath -m "${1:-$here/../../build/repos}")
+stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
+if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "$out"
+  exit 0
+fi
+command -v apt-ftparchive >/dev/null || { apt-get update -qq && apt-get install -y -qq apt-utils >&2; }
+command -v gpg >/dev/null || { apt-get update -qq && apt-get install -y -qq gnupg >&2; }
+
+rm -rf "$out" && mkdir -p "$out/keys"
+work=$(mktemp -d)
+trap 'gpgconf --homedir "$work/gnupg" --kill all 2>/dev/null || true; rm -rf "$work"' EXIT
+
+build_debs() { # repo destdir
+  local pkg
+  mkdir -p "$2"
+  for pkg in "$here/packages/$1"/*/; do
+    [ -f "$pkg/DEBIAN/control" ] || continue
+    # The tree may lose modes in git; maintainer scripts and bin/ must run.
+    cp -a "$pkg" "$work/pkg" && find "$work/pkg" -type d -exec chmod 0755 {} + &&
+      find "$work/pkg" -type f -exec chmod 0644 {} + &&
+      find "$work/pkg/DEBIAN" "$work/pkg"/usr/bin "$work/pkg"/usr/sbin "$work/pkg"/opt/*/*/bin \
+        -type f ! -name control ! -name conffiles -exec chmod 0755 {} + 2>/dev/null || true
+    dpkg-deb --root-owner-group -Zgzip --build "$work/pkg" "$2/" >/dev/null
+    rm -rf "$work/pkg"
+  done
+}
+
+sign() { # repo dir-with-Release
+  gpg --homedir "$work/gnupg" --batch --yes -u "$1" --clearsign -o "$2/InRelease" "$2/Release"
+  gpg --homedir "$work/gnupg" --batch --yes -u "$1" -abs -o "$2/Release.gpg" "$2/Release"
+}
+
+mkdir -m 0700 "$work/gnupg"
+for repo in cuda libnvidia-container neuron; do
+  gpg --homedir "$work/gnupg" --batch --passphrase '' \
+    --quick-gen-key "accel.nodes test double $repo <$repo@doubles.invalid>" ed25519 sign never 2>/dev/null
+  gpg --homedir "$work/gnupg" --armor --export "$repo@doubles.invalid" >"$out/keys/$repo.asc"
+  gpg --homedir "$work/gnupg" --with-colons --fingerprint "$repo@doubles.invalid" |
+    awk -F: '/^fpr:/ {print $10; exit}' >"$out/keys/$repo.fingerprint"
+done
+
+flat_repo() { # repo dir
+  build_debs "$1" "$2"
+  (cd "$2" && apt-ftparchive packages . >Packages && gzip -9kf Packages &&
+    apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of $1" release . >Release)
+  sign "$1@doubles.invalid" "$2"
+}
+flat_repo cuda "$out/cuda/debian12/x86_64"
+flat_repo libnvidia-container "$out/libnvidia-container/stable/deb/amd64"
+
+neuron=$out/neuron
+build_debs neuron "$neuron/pool/main"
+mkdir -p "$neuron/dists/bookworm/main/binary-amd64"
+(cd "$neuron" && apt-ftparchive packages pool/main >dists/bookworm/main/binary-amd64/Packages &&
+  gzip -9kf dists/bookworm/main/binary-amd64/Packages &&
+  apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of neuron" \
+    -o APT::FTPArchive::Release::Suite=bookworm -o APT::FTPArchive::Release::Codename=bookworm \
+    -o APT::FTPArchive::Release::Components=main -o APT::FTPArchive::Release::Architectures=amd64 \
+    release dists/bookworm >dists/bookworm/Release.tmp && mv dists/bookworm/Release.tmp dists/bookworm/Release)
+sign "neuron@doubles.invalid" "$neuron/dists/bookworm"
+
+chmod -R a+rX "$out"
+echo "$stamp" >"$out/.stamp"
+echo "$out"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The whole test suite: host set-up, virtual environments, unit tests on both
+# supported ansible-core versions, lint, sanity, collection build, and every
+# Molecule scenario. Prints a timing summary per stage at the end.
+#   tests/rig/test-all.sh [stage ...]     (default: all stages)
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+export PATH="$top/.venv/bin:$PATH"
+
+summary=()
+failed=0
+stage() { # name command...
+  local name=$1 start rc
+  shift
+  printf '\n===== %s =====\n' "$name"
+  start=$(date +%s)
+  "$@"
+  rc=$?
+  summary+=("$(printf '%-28s %5ss  %s' "$name" $(($(date +%s) - start)) "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc $rc)")")")
+  [ $rc -eq 0 ] || failed=1
+  return $rc
+}
+
+units() { tests/rig/units.sh "$@"; }
+lint() {
+  yamllint -s . && ansible-lint --profile production --offline
+}
+sanity() {
+  local tree
+  tree=$(tests/rig/collection-tree.sh --sanity) &&
+    (cd "$tree" && ansible-test sanity --python 3.11 --requirements --color no 2>&1 | grep -v '^WARNING: Location')
+  return "${PIPESTATUS[0]}"
+}
+build() {
+  local dest
+  dest=$(mktemp -d) &&
+    ansible-galaxy collection build --force --output-path build/dist . &&
+    ansible-galaxy collection install --offline --no-deps -p "$dest" build/dist/accel-nodes-*.tar.gz &&
+    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes | tee /dev/stderr | grep -q '^accel.nodes.' &&
+    antsibull-changelog lint
+}
+molecule_all() {
+  local image repos s
+  image=$(tests/rig/node-image.sh) && repos=$(tests/doubles/build-repos.sh) || return 1
+  export ACCEL_NODE_IMAGE=$image ACCEL_REPOS_DIR=$repos
+  tests/rig/collection-tree.sh
+  for s in molecule/*/molecule.yml; do
+    s=$(basename "$(dirname "$s")")
+    stage "molecule $s" molecule test -s "$s" || true
+  done
+}
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule)
+for s in "${stages[@]}"; do
+  case $s in
+    host) stage host tests/rig/host.sh ;;
+    venv) stage venv tests/rig/venv.sh .venv requirements/dev.txt ;;
+    units) stage "units (core 2.19)" units ;;
+    units-2.18) stage "units (core 2.18)" units --core-2.18 ;;
+    lint) stage lint lint ;;
+    sanity) stage sanity sanity ;;
+    build) stage "build + ansible-doc" build ;;
+    molecule) molecule_all ;;
+    *) echo "unknown stage $s" >&2; exit 2 ;;
+  esac
+done
+
+printf '\n===== timing summary =====\n'
+printf '%s\n' "${summary[@]}"
+exit $failed
