@@ -171,7 +171,6 @@ import tempfile
 from urllib.parse import urlparse
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.accel.nodes.plugins.module_utils._openpgp import (
@@ -216,20 +215,23 @@ def read_src(module, path):
     return data
 
 
-def describe(content):
-    """What the diff shows of a keyring: never its bytes."""
+def describe(content, path=None):
+    """What the diff shows of a keyring, with the mode of path if given: never its bytes."""
     if content is None:
         return {'state': 'absent'}
     try:
         fingerprints = read_keys(content)[1]
     except OpenPGPError as exc:
         fingerprints = ['(not an OpenPGP public key: %s)' % exc]
-    return {
+    summary = {
         'state': 'present',
         'format': 'armored' if is_armored(content) else 'binary',
         'fingerprints': fingerprints,
         'sha256': hashlib.sha256(content).hexdigest(),
     }
+    if path is not None:
+        summary['mode'] = mode_of(path)
+    return summary
 
 
 def mode_of(path):
@@ -302,10 +304,8 @@ def ensure_present(module, dest, result, diff):
 
     content = binary if params['format'] == 'binary' else armor(binary)
     current = read_dest(module, dest)
-    diff['before'] = describe(current)
+    diff['before'] = describe(current, dest)
     diff['after'] = describe(content)
-    if current is not None:
-        diff['before']['mode'] = mode_of(dest)
 
     changed = current != content
     if changed and not module.check_mode:
@@ -316,29 +316,21 @@ def ensure_present(module, dest, result, diff):
         changed = module.set_fs_attributes_if_different(file_args, changed, diff=mode_change)
     if not module.check_mode:
         diff['after']['mode'] = mode_of(dest)
-    elif 'after' in mode_change:
-        diff['after']['mode'] = mode_change['after']['mode']
-    elif current is not None:
-        diff['after']['mode'] = diff['before']['mode']
     else:
-        diff['after']['mode'] = _requested_mode(params['mode'])
+        # The mode the option would set, else the mode kept, else for a new
+        # file the option as given (it may be symbolic).
+        requested = params['mode']
+        diff['after']['mode'] = (mode_change.get('after', {}).get('mode') or diff['before'].get('mode')
+                                 or ('%04o' % requested if isinstance(requested, int) else str(requested)))
     return changed
-
-
-def _requested_mode(mode):
-    """The mode option as the diff shows it: octal text, or symbolic as given."""
-    if isinstance(mode, int):
-        return '%04o' % mode
-    return to_native(mode)
 
 
 def ensure_absent(module, dest, diff):
     current = read_dest(module, dest)
-    diff['before'] = describe(current)
+    diff['before'] = describe(current, dest)
     diff['after'] = {'state': 'absent'}
     if current is None:
         return False
-    diff['before']['mode'] = mode_of(dest)
     if not module.check_mode:
         os.remove(dest)
     return True

@@ -130,6 +130,7 @@ def test_check_mode_writes_nothing_and_reports_the_change(repo_key_run, serve, d
     assert result['fingerprints'] == [RSA]
     assert result['diff']['before'] == {'state': 'absent'}
     assert result['diff']['after']['fingerprints'] == [RSA]
+    assert result['diff']['after']['mode'] == '0644'
     assert not (tmp_path / 'etc').exists()
 
 
