@@ -204,6 +204,12 @@ def test_one_octet_lengths_read_the_same_packets(frame):
     assert parse_packets(reframed) == packets
 
 
+def test_a_partial_length_of_64_kib():
+    body = bytes(range(256)) * 256 + b'tail'
+    data = b'\xcd\xf0' + body[:65536] + new_length(4, 1) + body[65536:]
+    assert parse_packets(data) == [(13, body)]
+
+
 def test_an_indeterminate_length_runs_to_the_end():
     packets = parse_packets(fixture('rsa2048.gpg'))
     (tag, body), rest = packets[-1], packets[:-1]
