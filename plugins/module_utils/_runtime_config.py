@@ -149,12 +149,13 @@ def containerd_version(data, path=CONTAINERD_CONFIG):
     if not data:
         return 2
     version = data.get('version')
-    if version is None or (type(version) is int and version == 1):
+    integer = isinstance(version, int) and not isinstance(version, bool)  # true is not 1, and '2' is not 2
+    if version is None or (integer and version == 1):
         raise ConfigError(
             '%s is a containerd config of version 1 (it has %s). Version 1 is not supported: '
             'set version = 2 for containerd 1.x, or convert it with `containerd config migrate` on containerd 2.x.'
             % (path, 'no version key' if version is None else 'version = 1'))
-    if type(version) is not int or version not in CRI_RUNTIME_PLUGIN:
+    if not integer or version not in CRI_RUNTIME_PLUGIN:
         raise ConfigError('%s has version = %r, which this module does not know; it supports containerd config '
                           'versions %s.' % (path, version, ', '.join(str(v) for v in sorted(CRI_RUNTIME_PLUGIN))))
     return version

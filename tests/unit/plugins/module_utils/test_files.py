@@ -60,8 +60,8 @@ def test_make_parents(tmp_path):
 
 
 def test_file_diff_headers_say_when_a_side_does_not_exist():
-    assert _files.file_diff('/f', None, 'x') == {'before': '', 'after': 'x', 'before_header': '/f (absent)',
-                                                  'after_header': '/f'}
+    assert _files.file_diff('/f', None, 'x') == {
+        'before': '', 'after': 'x', 'before_header': '/f (absent)', 'after_header': '/f'}
     assert _files.file_diff('/f', 'x', None)['after_header'] == '/f (absent)'
 
 
