@@ -32,10 +32,11 @@ build_debs() { # repo destdir
   for pkg in "$here/packages/$1"/*/; do
     [ -f "$pkg/DEBIAN/control" ] || continue
     # The tree may lose modes in git; maintainer scripts and bin/ must run.
-    cp -a "$pkg" "$work/pkg" && find "$work/pkg" -type d -exec chmod 0755 {} + &&
-      find "$work/pkg" -type f -exec chmod 0644 {} + &&
-      find "$work/pkg/DEBIAN" "$work/pkg"/usr/bin "$work/pkg"/usr/sbin "$work/pkg"/opt/*/*/bin \
-        -type f ! -name control ! -name conffiles -exec chmod 0755 {} + 2>/dev/null || true
+    cp -a "$pkg" "$work/pkg"
+    find "$work/pkg" -type d -exec chmod 0755 {} +
+    find "$work/pkg" -type f -exec chmod 0644 {} +
+    find "$work/pkg/DEBIAN" "$work/pkg"/usr/bin "$work/pkg"/usr/sbin "$work/pkg"/usr/local/bin "$work/pkg"/opt/*/*/bin \
+      -type f ! -name control ! -name conffiles ! -name triggers -exec chmod 0755 {} + 2>/dev/null || :
     dpkg-deb --root-owner-group -Zgzip --build "$work/pkg" "$2/" >/dev/null
     rm -rf "$work/pkg"
   done

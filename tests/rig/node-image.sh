@@ -30,7 +30,8 @@ for unit in getty.target console-getty.service systemd-remount-fs.service \
   ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
 done
 : >"$rootfs/etc/machine-id"
-rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
+# Keep the package lists, as cloud images do, so check mode can resolve names.
+rm -f "$rootfs"/var/cache/apt/archives/*.deb
 
 tar -C "$rootfs" -c . | docker import \
   -c 'ENV container=docker' \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# The stage functions are called through `stage`, which shellcheck cannot follow.
+# shellcheck disable=SC2317
 # The whole test suite: host set-up, virtual environments, unit tests on both
 # supported ansible-core versions, lint, sanity, collection build, and every
 # Molecule scenario. Prints a timing summary per stage at the end.
 #   tests/rig/test-all.sh [stage ...]     (default: all stages)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 export PATH="$top/.venv/bin:$PATH"
 
 summary=()
@@ -27,9 +29,13 @@ lint() {
   yamllint -s . && ansible-lint --profile production --offline
 }
 sanity() {
-  local tree
-  tree=$(tests/rig/collection-tree.sh --sanity) &&
-    (cd "$tree" && ansible-test sanity --python 3.11 --requirements --color no 2>&1 | grep -v '^WARNING: Location')
+  local tree pip_version
+  pip_version=$(python -c 'import re, ansible_test._internal.python_requirements as r, inspect
+print(re.search(r"pip=.([0-9.]+).", inspect.getsource(r)).group(1))') &&
+    mkdir -p ~/.ansible/test/cache &&
+    cp tests/rig/get_pip.py ~/.ansible/test/cache/get_pip_"${pip_version//./_}".py &&
+    tree=$(tests/rig/collection-tree.sh --sanity) &&
+    (cd "$tree" && PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} ansible-test sanity --python 3.11 --requirements --color no 2>&1 | grep -v '^WARNING: Location')
   return "${PIPESTATUS[0]}"
 }
 build() {
