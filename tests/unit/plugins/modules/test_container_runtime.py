@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import stat
@@ -43,20 +42,9 @@ def mode_of(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def changed_lines(before, after):
-    diff = difflib.unified_diff(before.splitlines(True), after.splitlines(True), n=0)
-    return [line for line in diff if line[:1] in '+-' and line[:3] not in ('+++', '---')]
-
-
 @pytest.fixture
-def run(run_module, tmp_path):
-    moduletmp = tmp_path / 'moduletmp'
-    moduletmp.mkdir()
-
-    def _run(**args):
-        args.setdefault('_ansible_tmpdir', str(moduletmp))
-        return run_module(container_runtime.main, args)
-    return _run
+def run(module_in_tmp):
+    return module_in_tmp(container_runtime.main)
 
 
 @pytest.fixture
@@ -288,7 +276,7 @@ def install(etc, fixture_name):
     ('containerd-1.7.18-default.toml', 2, 'io.containerd.grpc.v1.cri'),
     ('containerd-2.0-default.toml', 3, 'io.containerd.cri.v1.runtime'),
 ])
-def test_main_config_gains_the_import_and_nothing_else(run, etc, fixture_name, version, plugin):
+def test_main_config_gains_the_import_and_nothing_else(run, etc, fixture_name, version, plugin, changed_lines):
     text = install(etc, fixture_name)
     result = ctr(run, etc, containerd_options={'SystemdCgroup': True})
     assert result['changed'] is True and result['restart_required'] is True
@@ -364,7 +352,7 @@ def test_second_run_is_not_changed(run, etc):
     assert os.stat(etc / 'conf.d' / '99-nvidia.toml').st_mtime == 1000000000
 
 
-def test_check_mode_writes_nothing(run, etc):
+def test_check_mode_writes_nothing(run, etc, changed_lines):
     text = install(etc, 'containerd-2.0-default.toml')
     result = ctr(run, etc, _ansible_check_mode=True, _ansible_diff=True)
     assert result['changed'] is True

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import stat
 from pathlib import Path
@@ -37,11 +36,6 @@ def mode_of(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def changed_lines(before, after):
-    diff = difflib.unified_diff(before.splitlines(True), after.splitlines(True), n=0)
-    return [line for line in diff if line[:1] in '+-' and line[:3] not in ('+++', '---')]
-
-
 def expected_data(text, settings):
     data = copy.deepcopy(tomllib.loads(text))
     for key, value in settings.items():
@@ -54,14 +48,8 @@ def expected_data(text, settings):
 
 
 @pytest.fixture
-def run(run_module, tmp_path):
-    moduletmp = tmp_path / 'moduletmp'
-    moduletmp.mkdir()
-
-    def _run(**args):
-        args.setdefault('_ansible_tmpdir', str(moduletmp))
-        return run_module(toml_settings.main, args)
-    return _run
+def run(module_in_tmp):
+    return module_in_tmp(toml_settings.main)
 
 
 @pytest.fixture
@@ -100,7 +88,7 @@ def test_role_settings_on_the_real_config(run, config, name):
         'debug = "/var/log/nvidia-container-toolkit.log"')
 
 
-def test_exact_lines_changed_on_the_1_17_config(run, config):
+def test_exact_lines_changed_on_the_1_17_config(run, config, changed_lines):
     text = install(config, 'nvidia-container-toolkit-1.17.6.toml')
     result = run(path=str(config), settings=ROLE_SETTINGS)
     assert changed_lines(text, config.read_text()) == [
@@ -149,7 +137,7 @@ def test_a_string_is_not_a_boolean(run, config):
     assert tomllib.loads(config.read_text())['nvidia-container-cli']['load-kmods'] == 'true'
 
 
-def test_check_mode_writes_nothing_and_shows_the_diff(run, config):
+def test_check_mode_writes_nothing_and_shows_the_diff(run, config, changed_lines):
     text = install(config, 'nvidia-container-toolkit-1.17.6.toml')
     settle(config)
     result = run(path=str(config), settings={'nvidia-container-runtime.mode': 'cdi'},
@@ -173,7 +161,7 @@ def test_backup_is_made_only_on_change(run, config):
     assert len(os.listdir(config.parent)) == 2
 
 
-def test_absent_removes_the_keys_and_nothing_else(run, config):
+def test_absent_removes_the_keys_and_nothing_else(run, config, changed_lines):
     text = install(config, 'nvidia-container-toolkit-1.17.6.toml')
     run(path=str(config), settings=ROLE_SETTINGS)
     added = [key for key in ROLE_SETTINGS if key not in ('nvidia-container-runtime.mode',
