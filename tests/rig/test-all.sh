@@ -8,9 +8,10 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
-export PATH="$top/.venv/bin:$PATH"
+export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 
 summary=()
+passed=0
 failed=0
 stage() { # name command...
   local name=$1 start rc
@@ -20,7 +21,7 @@ stage() { # name command...
   "$@"
   rc=$?
   summary+=("$(printf '%-28s %5ss  %s' "$name" $(($(date +%s) - start)) "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc $rc)")")")
-  [ $rc -eq 0 ] || failed=1
+  if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   return $rc
 }
 
@@ -42,7 +43,7 @@ build() {
   local dest
   dest=$(mktemp -d) &&
     ansible-galaxy collection build --force --output-path build/dist . &&
-    ansible-galaxy collection install --offline --no-deps -p "$dest" build/dist/accel-nodes-*.tar.gz &&
+    ansible-galaxy collection install --offline --no-deps --force -p "$dest" build/dist/accel-nodes-*.tar.gz &&
     ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes | tee /dev/stderr | grep -q '^accel.nodes.' &&
     antsibull-changelog lint
 }
@@ -75,4 +76,5 @@ done
 
 printf '\n===== timing summary =====\n'
 printf '%s\n' "${summary[@]}"
-exit $failed
+echo "stages: $passed passed, $failed failed"
+[ $failed -eq 0 ]
