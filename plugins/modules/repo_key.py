@@ -148,7 +148,7 @@ diff:
   type: dict
   contains:
     before:
-      description: O(dest) before the task. RV(diff.before.state) is V(absent) if it did not exist.
+      description: O(dest) before the task; its C(state) is V(absent) if it did not exist.
       type: dict
     after:
       description: O(dest) after the task, or as it would be after the task in check mode.
