@@ -15,8 +15,9 @@ except ImportError:  # Python < 3.11: the doubles then read no config keys
     tomllib = None
 
 VERSION = '1.17.8'
-# The simulated GPUs of this host; written by the test (see README.md).
-GPUS_FILE = os.environ.get('ACCEL_TEST_GPUS_FILE', '/etc/accel-test/gpus.json')
+# The simulated GPUs of this host; written by the test (see README.md). The
+# host nvidia-smi double of the driver packages reads the same file.
+GPUS_FILE = os.environ.get('ACCEL_TEST_GPUS') or os.environ.get('ACCEL_TEST_GPUS_FILE') or '/etc/accel-test/gpus.json'
 CONFIG_FILE = '/etc/nvidia-container-runtime/config.toml'
 
 # What the real `nvidia-ctk config --in-place` writes on Debian for 1.17.8
@@ -91,7 +92,8 @@ def section(cfg, name):
 
 
 def load_gpus(path=GPUS_FILE):
-    """The simulated driver: {'driver_version', 'cuda_version', 'gpus': [...]}, or None without a driver.
+    """The simulated driver: {'driver_version', 'cuda_version', 'gpus': [...]}, or None without a driver
+    (no file, or "driver_loaded": false).
 
     Each GPU gets index, name, uuid, pci_bus_id and memory_total_mib; missing
     fields are filled in the same way every time.
@@ -102,6 +104,8 @@ def load_gpus(path=GPUS_FILE):
         data = json.load(f)
     if isinstance(data, list):
         data = {'gpus': data}
+    if not data.get('driver_loaded', True):
+        return None
     gpus = []
     for i, g in enumerate(data.get('gpus') or []):
         gpus.append({
