@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+# Note that this module util is **PRIVATE** to the collection. It can have
+# breaking changes at any time. Do not use it from other collections or
+# standalone plugins/modules!
+
+"""Find accelerators on the PCI bus through sysfs, the ground truth for presence."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.accel.nodes.plugins.module_utils import _rootfs
+
+PCI_DEVICES = '/sys/bus/pci/devices'
+
+NVIDIA_VENDOR = '0x10de'
+AMAZON_VENDOR = '0x1d0f'
+
+# VGA compatible (0x0300xx) and 3D controllers (0x0302xx). NVSwitches are
+# bridges (0x0680xx); the HDMI audio and USB functions of a GPU have classes of
+# their own, so they fall outside this as well.
+_NVIDIA_GPU_CLASSES = ('0x0300', '0x0302')
+
+# Amazon's accelerator device ids. Amazon's other devices (ENA, EFA, NVMe, the
+# 0x1111 VGA) are not accelerators and are skipped.
+NEURON_DEVICE_NAMES = {
+    '0x7064': 'Inferentia',
+    '0x7065': 'Inferentia',
+    '0x7066': 'Inferentia',
+    '0x7067': 'Inferentia',
+    '0x7164': 'Trainium',
+    '0x7264': 'Inferentia2',
+    '0x7364': 'Trainium2',
+}
+
+_BUS_ID = re.compile(
+    r'^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$')
+
+
+def normalise_bus_id(text):
+    """A PCI address in sysfs form ('0000:00:06.0'), from sysfs, nvidia-smi
+    ('00000000:00:06.0') or neuron-ls ('00:1e.0') spelling; None if it is not one."""
+    if not text:
+        return None
+    match = _BUS_ID.match(text.strip())
+    if not match:
+        return None
+    domain, bus, device, function = match.groups()
+    return '%04x:%02x:%02x.%s' % (int(domain or '0', 16), int(bus, 16), int(device, 16), function)
+
+
+def bus_id_key(bus_id):
+    """Sort key that orders bus ids numerically, so a 5-digit domain sorts last."""
+    domain, bus, rest = bus_id.split(':')
+    device, function = rest.split('.')
+    return int(domain, 16), int(bus, 16), int(device, 16), int(function)
+
+
+def _int_or_none(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def scan(root):
+    """Accelerators on the PCI bus under root.
+
+    Returns None when there is no PCI sysfs to read, else a list sorted by bus
+    id of dicts: kind ('nvidia' or 'neuron'), pci_bus_id, pci_device_id,
+    numa_node (None when sysfs says -1) and driver (the bound kernel driver's
+    name, or None).
+    """
+    names = _rootfs.list_dir(root, PCI_DEVICES)
+    if names is None:
+        return None
+    found = []
+    for name in names:
+        bus_id = normalise_bus_id(name)
+        if bus_id is None:
+            continue
+        base = PCI_DEVICES + '/' + name
+        vendor = _rootfs.read_value(root, base + '/vendor')
+        if vendor == NVIDIA_VENDOR:
+            pci_class = _rootfs.read_value(root, base + '/class') or ''
+            if not pci_class.startswith(_NVIDIA_GPU_CLASSES):
+                continue
+            kind = 'nvidia'
+        elif vendor == AMAZON_VENDOR:
+            kind = 'neuron'
+        else:
+            continue
+        device = _rootfs.read_value(root, base + '/device')
+        if kind == 'neuron' and device not in NEURON_DEVICE_NAMES:
+            continue
+        # An SR-IOV virtual function links to its physical function; it is a
+        # slice of a device already counted.
+        if _rootfs.exists(root, base + '/physfn'):
+            continue
+        numa_node = _int_or_none(_rootfs.read_value(root, base + '/numa_node'))
+        found.append({
+            'kind': kind,
+            'pci_bus_id': bus_id,
+            'pci_device_id': device,
+            'numa_node': numa_node if numa_node is not None and numa_node >= 0 else None,
+            'driver': _rootfs.link_name(root, base + '/driver'),
+        })
+    found.sort(key=lambda d: bus_id_key(d['pci_bus_id']))
+    return found

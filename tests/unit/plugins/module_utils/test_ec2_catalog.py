@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
+
+
+@pytest.mark.parametrize('instance_type, expected', [
+    ('p3.2xlarge', {'vendor': 'nvidia', 'model': 'V100', 'count': 1, 'memory_mib_each': 16384}),
+    ('p3.8xlarge', {'vendor': 'nvidia', 'model': 'V100', 'count': 4, 'memory_mib_each': 16384}),
+    ('p3.16xlarge', {'vendor': 'nvidia', 'model': 'V100', 'count': 8, 'memory_mib_each': 16384}),
+    ('p3dn.24xlarge', {'vendor': 'nvidia', 'model': 'V100', 'count': 8, 'memory_mib_each': 32768}),
+    ('g4dn.xlarge', {'vendor': 'nvidia', 'model': 'T4', 'count': 1, 'memory_mib_each': 16384}),
+    ('g4dn.12xlarge', {'vendor': 'nvidia', 'model': 'T4', 'count': 4, 'memory_mib_each': 16384}),
+    ('g4dn.metal', {'vendor': 'nvidia', 'model': 'T4', 'count': 8, 'memory_mib_each': 16384}),
+    ('g5.16xlarge', {'vendor': 'nvidia', 'model': 'A10G', 'count': 1, 'memory_mib_each': 24576}),
+    ('g5.12xlarge', {'vendor': 'nvidia', 'model': 'A10G', 'count': 4, 'memory_mib_each': 24576}),
+    ('g5.24xlarge', {'vendor': 'nvidia', 'model': 'A10G', 'count': 4, 'memory_mib_each': 24576}),
+    ('g5.48xlarge', {'vendor': 'nvidia', 'model': 'A10G', 'count': 8, 'memory_mib_each': 24576}),
+    ('p4d.24xlarge', {'vendor': 'nvidia', 'model': 'A100', 'count': 8, 'memory_mib_each': 40960}),
+    ('p4de.24xlarge', {'vendor': 'nvidia', 'model': 'A100', 'count': 8, 'memory_mib_each': 81920}),
+    ('p5.48xlarge', {'vendor': 'nvidia', 'model': 'H100', 'count': 8, 'memory_mib_each': 81920}),
+    ('p5e.48xlarge', {'vendor': 'nvidia', 'model': 'H200', 'count': 8, 'memory_mib_each': 144384}),
+    ('inf1.xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 4}),
+    ('inf1.2xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 4}),
+    ('inf1.6xlarge', {'vendor': 'neuron', 'devices': 4, 'cores': 16}),
+    ('inf1.24xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 64}),
+    ('inf2.xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 2}),
+    ('inf2.8xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 2}),
+    ('inf2.24xlarge', {'vendor': 'neuron', 'devices': 6, 'cores': 12}),
+    ('inf2.48xlarge', {'vendor': 'neuron', 'devices': 12, 'cores': 24}),
+    ('trn1.2xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 2}),
+    ('trn1.32xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 32}),
+    ('trn1n.32xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 32}),
+    ('P3.8XLARGE ', {'vendor': 'nvidia', 'model': 'V100', 'count': 4, 'memory_mib_each': 16384}),
+    ('m5.large', None),
+    ('', None),
+    (None, None),
+])
+def test_expected(instance_type, expected):
+    assert _ec2_catalog.expected(instance_type) == expected
+
+
+def gpu(bus_id, name, memory):
+    return {'pci_bus_id': bus_id, 'name': name, 'memory_total_mib': memory}
+
+
+def test_t4_reporting_less_memory_than_listed_is_within_tolerance():
+    want = _ec2_catalog.expected('g4dn.xlarge')
+    for memory in (15360, 15109):
+        assert _ec2_catalog.compare('g4dn.xlarge', want, [gpu('0000:00:1e.0', 'Tesla T4', memory)], [], 'the PCI bus') == []
+
+
+def test_missing_gpu_wrong_model_and_wrong_memory_are_each_a_problem():
+    want = _ec2_catalog.expected('p4d.24xlarge')
+    gpus = [gpu('0000:10:1c.0', 'NVIDIA A100-SXM4-80GB', 81920), gpu('0000:10:1d.0', 'NVIDIA A10G', 23028)]
+    gpus += [gpu('0000:20:%02x.0' % n, 'NVIDIA A100-SXM4-40GB', 40960) for n in range(5)]
+    assert _ec2_catalog.compare('p4d.24xlarge', want, gpus, [], 'the PCI bus') == [
+        'p4d.24xlarge should have 8 NVIDIA A100 GPU(s); the PCI bus shows 7',
+        'GPU 0000:10:1c.0 has 81920 MiB, but the A100 of p4d.24xlarge should have about 40960 MiB',
+        'GPU 0000:10:1d.0 is NVIDIA A10G, but p4d.24xlarge should have A100',
+        'GPU 0000:10:1d.0 has 23028 MiB, but the A100 of p4d.24xlarge should have about 40960 MiB',
+    ]
+
+
+def test_unknown_name_and_memory_are_not_held_against_the_host():
+    want = _ec2_catalog.expected('p3.2xlarge')
+    assert _ec2_catalog.compare('p3.2xlarge', want, [gpu('0000:00:1e.0', None, None)], [], 'the PCI bus') == []
+
+
+def test_neuron_devices_and_cores():
+    want = _ec2_catalog.expected('inf1.6xlarge')
+    devices = [{'core_count': 4}] * 3
+    assert _ec2_catalog.compare('inf1.6xlarge', want, [], devices, 'the PCI bus') == [
+        'inf1.6xlarge should have 4 Neuron device(s); the PCI bus shows 3',
+        'inf1.6xlarge should have 16 NeuronCores; its devices report 12',
+    ]
+    # Unknown core counts prove nothing.
+    assert _ec2_catalog.compare('inf1.6xlarge', want, [], [{'core_count': None}] * 4, 'the PCI bus') == []
+
+
+def test_no_expectation_no_problem():
+    assert _ec2_catalog.compare('m5.large', None, [], [], 'the PCI bus') == []

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.accel.nodes.plugins.module_utils import _pci
+
+
+def add_device(root, bus_id, vendor, device, pci_class, numa_node='-1', driver=None, physfn=False):
+    base = root / 'sys/bus/pci/devices' / bus_id
+    base.mkdir(parents=True)
+    for name, value in (('vendor', vendor), ('device', device), ('class', pci_class), ('numa_node', numa_node)):
+        (base / name).write_text(value + '\n')
+    if driver:
+        os.symlink('../../../../bus/pci/drivers/' + driver, base / 'driver')
+    if physfn:
+        os.symlink('../0000:00:1e.0', base / 'physfn')
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('00000000:00:06.0', '0000:00:06.0'),      # nvidia-smi
+    ('00000000:00:1E.0', '0000:00:1e.0'),
+    ('0000:00:06.0', '0000:00:06.0'),          # sysfs
+    ('00:1e.0', '0000:00:1e.0'),               # neuron-ls
+    ('00010000:E1:00.0', '10000:e1:00.0'),     # a VMD domain past 0xffff keeps all its digits
+    ('GPU-92185b04', None),
+    ('0:1:0', None),                           # nvidia-smi before 2012: not a bus id
+    ('', None),
+    (None, None),
+])
+def test_normalise_bus_id(text, expected):
+    assert _pci.normalise_bus_id(text) == expected
+
+
+def test_bus_id_key_orders_numerically():
+    ids = ['10000:00:00.0', '0000:c1:00.0', '0000:1b:00.0', '0000:00:1e.0']
+    assert sorted(ids, key=_pci.bus_id_key) == ['0000:00:1e.0', '0000:1b:00.0', '0000:c1:00.0', '10000:00:00.0']
+
+
+def test_scan_real_h200_tree_keeps_the_gpu_and_drops_virtio(fact_roots):
+    found = _pci.scan(str(fact_roots / 'h200'))
+    assert found == [{
+        'kind': 'nvidia',
+        'pci_bus_id': '0000:00:06.0',
+        'pci_device_id': '0x2335',
+        'numa_node': None,
+        'driver': 'nvidia',
+    }]
+
+
+def test_scan_inferentia_skips_amazon_ena_nvme_and_vga(fact_roots):
+    found = _pci.scan(str(fact_roots / 'inf1.6xlarge'))
+    assert [d['pci_bus_id'] for d in found] == ['0000:00:1c.0', '0000:00:1d.0', '0000:00:1e.0', '0000:00:1f.0']
+    assert set(d['kind'] for d in found) == {'neuron'}
+    assert set(d['pci_device_id'] for d in found) == {'0x7064'}
+    assert found[0]['numa_node'] == 0
+
+
+def test_scan_skips_nvswitch_audio_virtual_functions_and_other_vendors(tmp_path):
+    add_device(tmp_path, '0000:10:1c.0', '0x10de', '0x20b0', '0x030200', '0', 'nvidia')
+    add_device(tmp_path, '0000:07:00.0', '0x10de', '0x1af1', '0x068000', '0')          # NVSwitch
+    add_device(tmp_path, '0000:01:00.1', '0x10de', '0x10f8', '0x040300', '0')          # GPU's HDMI audio
+    add_device(tmp_path, '0000:00:1e.1', '0x10de', '0x20b0', '0x030200', '0', physfn=True)  # SR-IOV VF
+    add_device(tmp_path, '0000:00:02.0', '0x1013', '0x00b8', '0x030000')              # Cirrus VGA
+    add_device(tmp_path, '0000:03:00.0', '0x10de', '0x1eb8', '0x030000', '1')          # VGA-class GPU
+    add_device(tmp_path, '0000:00:1f.0', '0x1d0f', '0x7164', '0x088000', '1', 'neuron')  # Trainium
+    add_device(tmp_path, '0000:00:05.0', '0x1d0f', '0xefa1', '0x020000', '0')          # EFA
+    found = _pci.scan(str(tmp_path))
+    assert [(d['pci_bus_id'], d['kind'], d['numa_node'], d['driver']) for d in found] == [
+        ('0000:00:1f.0', 'neuron', 1, 'neuron'),
+        ('0000:03:00.0', 'nvidia', 1, None),
+        ('0000:10:1c.0', 'nvidia', 0, 'nvidia'),
+    ]
+
+
+def test_scan_without_pci_sysfs_is_none(tmp_path):
+    assert _pci.scan(str(tmp_path)) is None
+
+
+def test_scan_an_empty_bus_is_an_empty_list(tmp_path):
+    (tmp_path / 'sys/bus/pci/devices').mkdir(parents=True)
+    assert _pci.scan(str(tmp_path)) == []
+
+
+def test_scan_survives_unreadable_attributes(tmp_path):
+    base = tmp_path / 'sys/bus/pci/devices/0000:00:1e.0'
+    base.mkdir(parents=True)
+    (base / 'vendor').write_text('0x10de\n')
+    (base / 'class').write_text('0x030200\n')
+    found = _pci.scan(str(tmp_path))
+    assert found == [{'kind': 'nvidia', 'pci_bus_id': '0000:00:1e.0', 'pci_device_id': None,
+                      'numa_node': None, 'driver': None}]
