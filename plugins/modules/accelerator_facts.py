@@ -1,0 +1,641 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: accelerator_facts
+short_description: Discover NVIDIA GPUs, AWS Neuron devices, their drivers and container runtimes
+version_added: 0.1.0
+description:
+  - Finds which accelerators a host has on its PCI bus, what state their kernel drivers
+    and user-space tools are in, which container runtimes are registered, and what the
+    EC2 instance type promises.
+  - Returns all of it as C(ansible_facts.accelerators). Roles of this collection decide
+    from these facts instead of probing the hardware again.
+  - Reads sysfs and procfs first and runs C(nvidia-smi -q -x) and C(neuron-ls -j) at most
+    once each, with C(LANG=C). Their output is parsed whatever their exit code.
+  - It never changes the host and never fails because a tool or file is missing.
+    What it finds wrong is listed in C(problems).
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+  - accel.nodes.attributes.facts
+  - accel.nodes.attributes.info_module
+attributes:
+  facts:
+    support: full
+options:
+  root:
+    description:
+      - Every file is read under this directory, as if it were C(/).
+      - Point it at a mounted image, or at the host's root from inside a container.
+      - When it is not C(/), no command is run unless its path is given explicitly
+        (O(nvidia_smi_path), O(neuron_ls_path)), and the instance metadata service is
+        never asked.
+    type: path
+    default: /
+  gather:
+    description:
+      - The sources to probe. Each one left out is recorded as V(skipped) in C(sources).
+      - V(pci) scans C(/sys/bus/pci/devices), the ground truth for what is present.
+      - V(nvidia_procfs) reads C(/proc/driver/nvidia/version) and C(/proc/driver/nvidia/gpus).
+      - V(nvidia_smi) runs C(nvidia-smi -q -x), only when the PCI scan finds an NVIDIA GPU
+        or could not be done, or when O(nvidia_smi_path) is given.
+      - V(neuron) reads C(/sys/class/neuron_device) and C(/sys/module/neuron/version) and runs
+        C(neuron-ls -j) (only when the PCI scan finds a Neuron device or could not be done,
+        or when O(neuron_ls_path) is given).
+      - V(kernel_modules) reads C(/proc/modules); V(device_nodes) lists C(/dev/nvidia*) and C(/dev/neuron*).
+      - V(container_runtimes) reads C(/etc/docker/daemon.json), C(/etc/containerd/config.toml)
+        with the drop-ins it imports, and the CDI specs in C(/etc/cdi) and C(/var/run/cdi).
+      - V(ec2) reads DMI and asks the instance metadata service (IMDSv2) only when DMI says
+        the host is an EC2 instance. V(imds) asks the metadata service even when DMI says
+        nothing (a Xen instance whose hypervisor UUID is hidden, for example).
+    type: list
+    elements: str
+    choices: [pci, nvidia_procfs, nvidia_smi, neuron, kernel_modules, device_nodes, container_runtimes, ec2, imds]
+    default: [pci, nvidia_procfs, nvidia_smi, neuron, kernel_modules, device_nodes, container_runtimes, ec2]
+  nvidia_smi_path:
+    description:
+      - The C(nvidia-smi) to run.
+      - By default it is looked up in E(PATH), then in C(/usr/bin), C(/usr/local/nvidia/bin)
+        (where the NVIDIA container toolkit and GPU operator mount the driver),
+        C(/usr/local/bin) and C(/opt/nvidia/bin).
+    type: path
+  neuron_ls_path:
+    description:
+      - The C(neuron-ls) to run.
+      - By default it is looked up in E(PATH), then in C(/opt/aws/neuron/bin).
+    type: path
+  instance_type:
+    description:
+      - The EC2 instance type to compare the host against, instead of the one DMI or the
+        metadata service reports. Use it when baking an AMI on a build host of another type.
+    type: str
+  imds_timeout:
+    description:
+      - Seconds the whole IMDSv2 exchange (token, then instance type) may take.
+      - V(0) never asks the metadata service.
+    type: float
+    default: 1.0
+notes:
+  - The EC2 instance type comes from O(instance_type), else from IMDSv2, else from DMI's
+    product name, which holds the instance type on Nitro instances.
+  - Compute capability is not in C(nvidia-smi -q -x); it comes from a table of PCI device
+    ids and is null for a GPU not in the table.
+  - GPU memory is compared with the EC2 catalog allowing 10% either way, because
+    C(nvidia-smi) reports less than EC2 lists (a T4 is listed with 16384 MiB and reports 15360).
+seealso:
+  - name: nvidia-smi documentation
+    description: The NVIDIA System Management Interface and its exit codes.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+  - name: neuron-ls user guide
+    description: The AWS Neuron tool that lists Neuron devices.
+    link: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/neuron-ls.html
+"""
+
+EXAMPLES = r"""
+- name: Discover accelerators
+  accel.nodes.accelerator_facts:
+
+- name: Stop when the host does not have what its instance type promises
+  ansible.builtin.assert:
+    that: ansible_facts.accelerators.problems | length == 0
+    fail_msg: "{{ ansible_facts.accelerators.problems | join('; ') }}"
+
+- name: Inspect an AMI's root file system mounted at /mnt/image, for a p4d.24xlarge
+  accel.nodes.accelerator_facts:
+    root: /mnt/image
+    instance_type: p4d.24xlarge
+
+- name: Read only the PCI bus and the NVIDIA driver, without running any command
+  accel.nodes.accelerator_facts:
+    gather: [pci, nvidia_procfs, kernel_modules]
+
+- name: Decide from the facts
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.accelerators.nvidia.gpus | length }} GPU(s),
+      driver {{ ansible_facts.accelerators.nvidia.driver_version | default('not loaded', true) }}
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to C(ansible_facts).
+  returned: always
+  type: dict
+  contains:
+    accelerators:
+      description:
+        - What the host has. The names below are a contract that roles rely on; a change to
+          them bumps RV(ansible_facts.accelerators.schema_version).
+        - A value the host does not give is null.
+      returned: always
+      type: dict
+      contains:
+        schema_version:
+          description: Version of this layout.
+          type: int
+          sample: 1
+        vendors:
+          description: Accelerator vendors physically present, V(nvidia) and V(neuron), sorted.
+          type: list
+          elements: str
+          sample: [nvidia]
+        nvidia:
+          description: The NVIDIA driver and GPUs.
+          type: dict
+          contains:
+            driver_version:
+              description: Version of the loaded kernel module, from C(/proc/driver/nvidia/version).
+              type: str
+              sample: 580.159.04
+            userspace_driver_version:
+              description:
+                - Version that C(nvidia-smi) and NVML report. It differs from RV(ansible_facts.accelerators.nvidia.driver_version)
+                  after a driver upgrade without a reboot.
+              type: str
+              sample: 580.159.04
+            cuda_version:
+              description: Highest CUDA version the driver supports.
+              type: str
+              sample: "13.0"
+            kernel_module_flavor:
+              description: V(open) for NVIDIA's open kernel modules, V(proprietary) for the closed ones.
+              type: str
+              sample: open
+            gpus:
+              description: One entry per physical GPU, sorted by PCI bus id.
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: Position in this list; nvidia-smi uses the same order when it sees every GPU.
+                  type: int
+                name:
+                  description: Product name from nvidia-smi (or the driver's procfs); null while the driver does not know the model.
+                  type: str
+                  sample: NVIDIA H200
+                uuid:
+                  description: GPU UUID.
+                  type: str
+                  sample: GPU-92185b04-1559-f871-0910-0fb475d30f06
+                pci_bus_id:
+                  description: PCI address in sysfs form, lower case with a 4-digit domain.
+                  type: str
+                  sample: "0000:00:06.0"
+                pci_device_id:
+                  description: PCI device id.
+                  type: str
+                  sample: "0x2335"
+                memory_total_mib:
+                  description: Frame buffer size that nvidia-smi reports.
+                  type: int
+                  sample: 143771
+                compute_capability:
+                  description: CUDA compute capability, from the PCI device id.
+                  type: str
+                  sample: "9.0"
+                mig_mode:
+                  description: Current MIG mode, V(enabled) or V(disabled); null where MIG is not supported.
+                  type: str
+                  sample: disabled
+                persistence_mode:
+                  description: Whether persistence mode is on.
+                  type: bool
+                numa_node:
+                  description: NUMA node of the GPU; null when sysfs says -1.
+                  type: int
+        neuron:
+          description: The AWS Neuron driver and devices (Inferentia, Trainium).
+          type: dict
+          contains:
+            driver_version:
+              description: Version of the loaded neuron kernel module.
+              type: str
+            devices:
+              description: One entry per Neuron device, sorted by PCI bus id.
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: Position in this list.
+                  type: int
+                pci_bus_id:
+                  description: PCI address in sysfs form.
+                  type: str
+                  sample: "0000:00:1c.0"
+                pci_device_id:
+                  description: PCI device id.
+                  type: str
+                  sample: "0x7064"
+                name:
+                  description: V(Inferentia), V(Trainium), V(Inferentia2) or V(Trainium2).
+                  type: str
+                core_count:
+                  description: NeuronCores on the device, from neuron-ls or sysfs.
+                  type: int
+                memory_bytes:
+                  description: Device memory, from neuron-ls.
+                  type: int
+            core_count_total:
+              description: Sum of the known core counts.
+              type: int
+        ec2:
+          description: The EC2 instance type and what it promises.
+          type: dict
+          contains:
+            instance_type:
+              description: The instance type; null off EC2 or when nothing says.
+              type: str
+              sample: p3.8xlarge
+            source:
+              description: Where the instance type came from, V(imds), V(dmi) or V(option).
+              type: str
+            expected:
+              description:
+                - The accelerators the catalog lists for the instance type, or null for a type
+                  without accelerators or not in the catalog.
+                - "For GPUs C({vendor: nvidia, model, count, memory_mib_each}); for Neuron
+                  C({vendor: neuron, devices, cores})."
+              type: dict
+              sample: {vendor: nvidia, model: V100, count: 4, memory_mib_each: 16384}
+        container_runtimes:
+          description: Container runtime configuration; null when not gathered.
+          type: dict
+          contains:
+            docker:
+              description:
+                - Runtimes registered in C(/etc/docker/daemon.json) and its C(default-runtime)
+                  (null when it sets none, so Docker uses runc).
+              type: dict
+              sample: {runtimes: [nvidia], default_runtime: nvidia}
+            containerd:
+              description:
+                - C(config_files) read (C(/etc/containerd/config.toml) and the drop-ins it imports),
+                  the C(runtimes) they register and the C(default_runtime) they set.
+              type: dict
+              sample: {config_files: [/etc/containerd/config.toml], runtimes: [nvidia, runc], default_runtime: runc}
+            cdi_specs:
+              description: CDI spec files, each with the C(kind) of device it describes.
+              type: list
+              elements: dict
+              sample: [{path: /etc/cdi/nvidia.yaml, kind: nvidia.com/gpu}]
+        problems:
+          description: What is wrong, one human-readable sentence per finding.
+          type: list
+          elements: str
+          sample: ["p3.8xlarge should have 4 NVIDIA V100 GPU(s); the PCI bus shows 3"]
+        sources:
+          description:
+            - How each source went. V(ok), V(missing) (no such file or tool), V(skipped)
+              (not gathered or not needed), V(rc N) (a command's exit code), V(unreachable)
+              (IMDS), or a short error.
+            - Keys are V(pci), V(nvidia_procfs), V(nvidia_smi), V(neuron), V(neuron_ls),
+              V(kernel_modules), V(device_nodes), V(container_runtimes), V(dmi) and V(imds).
+          type: dict
+          sample: {pci: ok, nvidia_smi: ok, imds: skipped}
+        observed:
+          description:
+            - Raw observations behind the facts, for troubleshooting. Not part of the versioned
+              contract; do not build decisions on it.
+            - C(kernel_modules) lists the accelerator modules loaded, C(device_nodes) the
+              accelerator device nodes in C(/dev); each is null when not gathered.
+          type: dict
+          sample: {kernel_modules: [nvidia, nvidia_uvm], device_nodes: [/dev/nvidia0, /dev/nvidiactl]}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils import _drivers_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _ec2
+from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
+from ansible_collections.accel.nodes.plugins.module_utils import _neuron
+from ansible_collections.accel.nodes.plugins.module_utils import _nvidia
+from ansible_collections.accel.nodes.plugins.module_utils import _pci
+from ansible_collections.accel.nodes.plugins.module_utils import _runtimes_probe
+
+SCHEMA_VERSION = 1
+GATHER_CHOICES = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'kernel_modules',
+                  'device_nodes', 'container_runtimes', 'ec2', 'imds']
+SOURCES = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'neuron_ls', 'kernel_modules',
+           'device_nodes', 'container_runtimes', 'dmi', 'imds']
+COMMAND_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+
+
+def _status(value):
+    return 'missing' if value is None else 'ok'
+
+
+def _find_tool(name, search_dirs):
+    for directory in os.environ.get('PATH', '').split(os.pathsep) + search_dirs:
+        path = os.path.join(directory, name)
+        if directory and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+class Probe(object):
+    """One run of the module: what each source said, then the facts built from it."""
+
+    def __init__(self, module):
+        self.module = module
+        params = module.params
+        self.root = params['root'] or '/'
+        self.wanted = set(params['gather'])
+        self.sources = dict.fromkeys(SOURCES, 'skipped')
+        self.problems = []
+
+    # -- running the tools -------------------------------------------------
+
+    def _tool(self, option, name, search_dirs, needed):
+        """Path of the tool to run, or None with its source status set."""
+        explicit = self.module.params[option]
+        if explicit:
+            if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+                return explicit, None
+            self.problems.append('%s %s is not an executable file' % (option, explicit))
+            return None, 'missing'
+        if self.root != '/' or not needed:
+            return None, 'skipped'
+        path = _find_tool(name, search_dirs)
+        return path, None if path else 'missing'
+
+    def _run(self, path, args):
+        try:
+            return self.module.run_command([path] + args, environ_update=COMMAND_ENV,
+                                           handle_exceptions=False)
+        except OSError as e:
+            return None, '', str(e)
+
+    def nvidia_smi(self, pci_gpus, pci_scanned):
+        path, status = self._tool('nvidia_smi_path', 'nvidia-smi', _nvidia.SMI_SEARCH_DIRS,
+                                  needed=bool(pci_gpus) or not pci_scanned)
+        if path is None:
+            self.sources['nvidia_smi'] = status
+            return None
+        rc, out, err = self._run(path, _nvidia.SMI_ARGS)
+        if rc is None:
+            self.sources['nvidia_smi'] = 'error: %s' % err
+            return None
+        smi = _nvidia.parse_smi(rc, out, err)
+        if rc != 0:
+            self.sources['nvidia_smi'] = 'rc %d' % rc
+        elif smi['gpus'] is None:
+            self.sources['nvidia_smi'] = smi['error'] or 'no XML output'
+        else:
+            self.sources['nvidia_smi'] = 'ok'
+        return smi
+
+    def neuron_ls(self, pci_neuron, pci_scanned):
+        path, status = self._tool('neuron_ls_path', 'neuron-ls', _neuron.LS_SEARCH_DIRS,
+                                  needed=bool(pci_neuron) or not pci_scanned)
+        if path is None:
+            self.sources['neuron_ls'] = status
+            return None
+        rc, out, err = self._run(path, _neuron.LS_ARGS)
+        if rc is None:
+            self.sources['neuron_ls'] = 'error: %s' % err
+            return None
+        devices = _neuron.parse_neuron_ls(out)
+        if rc != 0:
+            self.sources['neuron_ls'] = 'rc %d' % rc
+        elif devices is None:
+            # Tools older than --json-output print their table instead.
+            self.sources['neuron_ls'] = 'no JSON output'
+        else:
+            self.sources['neuron_ls'] = 'ok'
+        return devices
+
+    # -- EC2 ---------------------------------------------------------------
+
+    def ec2(self):
+        params = self.module.params
+        instance_type = params['instance_type'] or None
+        source = 'option' if instance_type else None
+        if instance_type is None and self.wanted & {'ec2', 'imds'}:
+            dmi = _ec2.read_dmi(self.root)
+            self.sources['dmi'] = _status(dmi)
+            ask = 'imds' in self.wanted or _ec2.looks_like_ec2(dmi)
+            if ask and self.root == '/' and params['imds_timeout'] > 0:
+                instance_type, self.sources['imds'] = _ec2.imds_instance_type(params['imds_timeout'])
+                source = 'imds' if instance_type else None
+            if instance_type is None:
+                instance_type = _ec2.dmi_instance_type(dmi)
+                source = 'dmi' if instance_type else None
+        return {
+            'instance_type': instance_type,
+            'source': source,
+            'expected': _ec2_catalog.expected(instance_type),
+        }
+
+    # -- NVIDIA --------------------------------------------------------------
+
+    def nvidia(self, pci_gpus, pci_scanned, modules):
+        procfs = None
+        if 'nvidia_procfs' in self.wanted:
+            procfs = _nvidia.read_procfs(self.root)
+            self.sources['nvidia_procfs'] = _status(procfs)
+        smi = self.nvidia_smi(pci_gpus, pci_scanned) if 'nvidia_smi' in self.wanted else None
+
+        on_pci = dict((d['pci_bus_id'], d) for d in pci_gpus)
+        in_procfs = procfs['gpus'] if procfs else {}
+        in_smi = smi['gpus'] if smi and smi['gpus'] is not None else {}
+        gpus = []
+        bus_ids = sorted(set(on_pci) | set(in_procfs) | set(in_smi), key=_pci.bus_id_key)
+        for index, bus_id in enumerate(bus_ids):
+            pci = on_pci.get(bus_id, {})
+            seen = in_smi.get(bus_id, {})
+            info = in_procfs.get(bus_id, {})
+            device_id = pci.get('pci_device_id') or seen.get('pci_device_id')
+            gpus.append({
+                'index': index,
+                'name': seen.get('name') or info.get('name'),
+                'uuid': seen.get('uuid') or info.get('uuid'),
+                'pci_bus_id': bus_id,
+                'pci_device_id': device_id,
+                'memory_total_mib': seen.get('memory_total_mib'),
+                'compute_capability': _nvidia.COMPUTE_CAPABILITY.get(device_id),
+                'mig_mode': seen.get('mig_mode'),
+                'persistence_mode': seen.get('persistence_mode'),
+                'numa_node': pci.get('numa_node'),
+            })
+        facts = {
+            'driver_version': procfs['driver_version'] if procfs else None,
+            'userspace_driver_version': (smi['driver_version'] or smi['nvml_version']) if smi else None,
+            'cuda_version': smi['cuda_version'] if smi else None,
+            'kernel_module_flavor': procfs['kernel_module_flavor'] if procfs else None,
+            'gpus': gpus,
+        }
+        self._nvidia_problems(facts, pci_gpus, procfs, smi, modules)
+        return facts
+
+    def _nvidia_problems(self, facts, pci_gpus, procfs, smi, modules):
+        add = self.problems.append
+        nouveau = [d['pci_bus_id'] for d in pci_gpus if d['driver'] == 'nouveau']
+        if nouveau:
+            add('nouveau is bound to NVIDIA GPU(s) %s: blacklist nouveau and reboot so that '
+                'the NVIDIA driver can take them' % ', '.join(nouveau))
+        elif pci_gpus and modules and 'nouveau' in modules:
+            add('the nouveau module is loaded: blacklist it before installing the NVIDIA driver')
+
+        not_loaded = bool(smi and smi['driver_not_loaded']) \
+            or ('nvidia_procfs' in self.wanted and procfs is None) \
+            or (modules is not None and 'nvidia' not in modules)
+        loaded = procfs is not None or bool(modules and 'nvidia' in modules)
+        if pci_gpus and not_loaded:
+            add('%d NVIDIA GPU(s) on the PCI bus but the NVIDIA kernel driver is not loaded'
+                % len(pci_gpus))
+        elif loaded:
+            for d in pci_gpus:
+                if d['driver'] is None:
+                    add('NVIDIA GPU %s is bound to no driver although the nvidia module is loaded'
+                        % d['pci_bus_id'])
+                elif d['driver'] not in ('nvidia', 'nouveau'):
+                    add('NVIDIA GPU %s is bound to %s, not to nvidia' % (d['pci_bus_id'], d['driver']))
+
+        kernel, userspace = facts['driver_version'], facts['userspace_driver_version']
+        differ = kernel and userspace and not (kernel + '.').startswith(userspace + '.')
+        if (smi and smi['mismatch']) or differ:
+            add('NVIDIA driver/library version mismatch: kernel module %s, user-space NVML %s; '
+                'reboot, or unload and reload the nvidia modules' % (kernel or 'unknown', userspace or 'unknown'))
+        if not smi:
+            return
+        if smi['error']:
+            add(smi['error'])
+        for lost in smi['lost']:
+            add('nvidia-smi cannot reach GPU %s: %s' % (lost['pci_bus_id'] or '(unknown)', lost['reason']))
+        if smi['gpus'] is not None and pci_gpus:
+            unseen = [d['pci_bus_id'] for d in pci_gpus if d['pci_bus_id'] not in smi['gpus']]
+            if unseen:
+                add('nvidia-smi sees %d of the %d NVIDIA GPU(s) on the PCI bus; not seen: %s' % (
+                    len(pci_gpus) - len(unseen), len(pci_gpus), ', '.join(unseen)))
+        for bus_id, gpu in sorted((smi['gpus'] or {}).items()):
+            if gpu['placeholder_name']:
+                add("nvidia-smi calls GPU %s '%s': driver %s does not know this model, install a newer one"
+                    % (bus_id, _nvidia.PLACEHOLDER_NAME, facts['userspace_driver_version'] or 'unknown'))
+
+    # -- Neuron --------------------------------------------------------------
+
+    def neuron(self, pci_neuron, pci_scanned, modules, nodes):
+        sysfs = None
+        listed = None
+        if 'neuron' in self.wanted:
+            sysfs = _neuron.read_sysfs(self.root)
+            self.sources['neuron'] = _status(sysfs)
+            listed = self.neuron_ls(pci_neuron, pci_scanned)
+
+        on_pci = dict((d['pci_bus_id'], d) for d in pci_neuron)
+        in_ls = dict((d['pci_bus_id'], d) for d in listed or [] if d['pci_bus_id'])
+        bus_ids = sorted(set(on_pci) | set(in_ls), key=_pci.bus_id_key)
+        # sysfs numbers devices in probe order, which is bus order; use its core
+        # counts only when it has exactly one entry per device.
+        sysfs_cores = sysfs['core_counts'] if sysfs else []
+        if len(sysfs_cores) != len(bus_ids):
+            sysfs_cores = [None] * len(bus_ids)
+        devices = []
+        for index, bus_id in enumerate(bus_ids):
+            seen = in_ls.get(bus_id, {})
+            device_id = on_pci.get(bus_id, {}).get('pci_device_id')
+            cores = seen.get('core_count')
+            devices.append({
+                'index': index,
+                'pci_bus_id': bus_id,
+                'pci_device_id': device_id,
+                'name': _pci.NEURON_DEVICE_NAMES.get(device_id),
+                'core_count': cores if cores is not None else sysfs_cores[index],
+                'memory_bytes': seen.get('memory_bytes'),
+            })
+
+        add = self.problems.append
+        loaded = (modules is None or 'neuron' in modules) and ('neuron' not in self.wanted or sysfs)
+        if pci_neuron and not loaded:
+            add('%d Neuron device(s) on the PCI bus but the neuron kernel driver is not loaded'
+                % len(pci_neuron))
+        elif pci_neuron and nodes is not None:
+            count = len([n for n in nodes if n.startswith('/dev/neuron') and n[11:].isdigit()])
+            if count < len(pci_neuron):
+                add('/dev has %d neuron device node(s) for %d Neuron device(s) on the PCI bus'
+                    % (count, len(pci_neuron)))
+        if listed is not None and pci_neuron and len(in_ls) < len(pci_neuron):
+            add('neuron-ls sees %d of the %d Neuron device(s) on the PCI bus' % (len(in_ls), len(pci_neuron)))
+        return {
+            'driver_version': sysfs['driver_version'] if sysfs else None,
+            'devices': devices,
+            'core_count_total': sum(d['core_count'] or 0 for d in devices),
+        }
+
+    # -- everything ------------------------------------------------------------
+
+    def facts(self):
+        root = self.root
+        pci = None
+        if 'pci' in self.wanted:
+            pci = _pci.scan(root)
+            self.sources['pci'] = _status(pci)
+        pci_scanned = pci is not None
+        pci_gpus = [d for d in pci or [] if d['kind'] == 'nvidia']
+        pci_neuron = [d for d in pci or [] if d['kind'] == 'neuron']
+
+        modules = nodes = None
+        if 'kernel_modules' in self.wanted:
+            modules = _drivers_probe.loaded_modules(root)
+            self.sources['kernel_modules'] = _status(modules)
+        if 'device_nodes' in self.wanted:
+            nodes = _drivers_probe.device_nodes(root)
+            self.sources['device_nodes'] = _status(nodes)
+
+        nvidia = self.nvidia(pci_gpus, pci_scanned, modules)
+        neuron = self.neuron(pci_neuron, pci_scanned, modules, nodes)
+        ec2 = self.ec2()
+        where = 'the PCI bus' if pci_scanned else 'this host'
+        self.problems.extend(_ec2_catalog.compare(
+            ec2['instance_type'], ec2['expected'], nvidia['gpus'], neuron['devices'], where))
+
+        runtimes = None
+        if 'container_runtimes' in self.wanted:
+            runtimes, found = _runtimes_probe.probe(root)
+            self.problems.extend(found)
+            self.sources['container_runtimes'] = 'ok'
+
+        vendors = []
+        if nvidia['gpus']:
+            vendors.append('nvidia')
+        if neuron['devices']:
+            vendors.append('neuron')
+        return {
+            'schema_version': SCHEMA_VERSION,
+            'vendors': sorted(vendors),
+            'nvidia': nvidia,
+            'neuron': neuron,
+            'ec2': ec2,
+            'container_runtimes': runtimes,
+            'problems': self.problems,
+            'sources': self.sources,
+            'observed': {'kernel_modules': modules, 'device_nodes': nodes},
+        }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type='path', default='/'),
+            gather=dict(type='list', elements='str', choices=GATHER_CHOICES,
+                        default=[g for g in GATHER_CHOICES if g != 'imds']),
+            nvidia_smi_path=dict(type='path'),
+            neuron_ls_path=dict(type='path'),
+            instance_type=dict(type='str'),
+            imds_timeout=dict(type='float', default=1.0),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(changed=False, ansible_facts={'accelerators': Probe(module).facts()})
+
+
+if __name__ == '__main__':
+    main()
