@@ -353,36 +353,36 @@ class Probe(object):
 
     # -- running the tools -------------------------------------------------
 
-    def _tool(self, option, name, search_dirs, needed):
-        """Path of the tool to run, or None with its source status set."""
+    def _run_tool(self, source, option, name, search_dirs, args, needed):
+        """(rc, stdout, stderr) of the tool, or None with sources[source] saying why it did not run."""
         explicit = self.module.params[option]
         if explicit:
-            if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-                return explicit, None
-            self.problems.append('%s %s is not an executable file' % (option, explicit))
-            return None, 'missing'
-        if self.root != '/' or not needed:
-            return None, 'skipped'
-        path = _find_tool(name, search_dirs)
-        return path, None if path else 'missing'
-
-    def _run(self, path, args):
+            path = explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
+            if path is None:
+                self.problems.append('%s %s is not an executable file' % (option, explicit))
+                self.sources[source] = 'missing'
+                return None
+        elif self.root != '/' or not needed:
+            self.sources[source] = 'skipped'
+            return None
+        else:
+            path = _find_tool(name, search_dirs)
+            if path is None:
+                self.sources[source] = 'missing'
+                return None
         try:
             return self.module.run_command([path] + args, environ_update=COMMAND_ENV,
                                            handle_exceptions=False)
         except OSError as e:
-            return None, '', str(e)
+            self.sources[source] = 'error: %s' % e
+            return None
 
     def nvidia_smi(self, pci_gpus, pci_scanned):
-        path, status = self._tool('nvidia_smi_path', 'nvidia-smi', _nvidia.SMI_SEARCH_DIRS,
-                                  needed=bool(pci_gpus) or not pci_scanned)
-        if path is None:
-            self.sources['nvidia_smi'] = status
+        ran = self._run_tool('nvidia_smi', 'nvidia_smi_path', 'nvidia-smi', _nvidia.SMI_SEARCH_DIRS,
+                             _nvidia.SMI_ARGS, needed=bool(pci_gpus) or not pci_scanned)
+        if ran is None:
             return None
-        rc, out, err = self._run(path, _nvidia.SMI_ARGS)
-        if rc is None:
-            self.sources['nvidia_smi'] = 'error: %s' % err
-            return None
+        rc, out, err = ran
         smi = _nvidia.parse_smi(rc, out, err)
         if rc != 0:
             self.sources['nvidia_smi'] = 'rc %d' % rc
@@ -393,15 +393,11 @@ class Probe(object):
         return smi
 
     def neuron_ls(self, pci_neuron, pci_scanned):
-        path, status = self._tool('neuron_ls_path', 'neuron-ls', _neuron.LS_SEARCH_DIRS,
-                                  needed=bool(pci_neuron) or not pci_scanned)
-        if path is None:
-            self.sources['neuron_ls'] = status
+        ran = self._run_tool('neuron_ls', 'neuron_ls_path', 'neuron-ls', _neuron.LS_SEARCH_DIRS,
+                             _neuron.LS_ARGS, needed=bool(pci_neuron) or not pci_scanned)
+        if ran is None:
             return None
-        rc, out, err = self._run(path, _neuron.LS_ARGS)
-        if rc is None:
-            self.sources['neuron_ls'] = 'error: %s' % err
-            return None
+        rc, out, err = ran
         devices = _neuron.parse_neuron_ls(out)
         if rc != 0:
             self.sources['neuron_ls'] = 'rc %d' % rc

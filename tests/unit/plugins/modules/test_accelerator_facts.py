@@ -324,6 +324,15 @@ def test_a_wrong_nvidia_smi_path_is_a_problem_not_a_failure(facts, tmp_path):
     assert acc['problems'] == ['nvidia_smi_path %s is not an executable file' % (tmp_path / 'nvidia-smi')]
 
 
+def test_an_nvidia_smi_that_cannot_be_executed_is_an_error_not_a_crash(facts, tmp_path):
+    broken = tmp_path / 'nvidia-smi'
+    broken.write_bytes(b'\x7fELF truncated')
+    broken.chmod(0o755)
+    acc = facts(root='h200', nvidia_smi_path=str(broken))
+    assert acc['sources']['nvidia_smi'].startswith('error: ')
+    assert acc['nvidia']['gpus'][0]['name'] == 'NVIDIA H200'     # from procfs
+
+
 def test_on_slash_nvidia_smi_is_found_on_path(facts, calls, monkeypatch):
     monkeypatch.setenv('PATH', str(TESTS / 'doubles' / 'replay') + os.pathsep + os.environ['PATH'])
     monkeypatch.setenv('ACCEL_NVIDIA_SMI_OUTPUT', str(SMI / 'h200-v13.xml'))
