@@ -1,0 +1,326 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""Render the nvidia_driver role's per-OS data for every supported OS.
+
+The role loads vars/<os_family>.yml, then the first of vars/<Distribution>-<major>.yml
+and vars/<os_family>-<major>.yml (tasks/main.yml). This test does the same, adds
+defaults/main.yml and vars/main.yml, and templates the results with Ansible's own
+Templar: no playbook runs. It also renders the decision of tasks/decide.yml for
+simulated hardware.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:  # ansible-core >= 2.19 templates only strings marked as trusted
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core 2.18 trusts every string
+    def trust_as_template(value):
+        return value
+
+ROLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'nvidia_driver')
+CUDA = 'https://developer.download.nvidia.com/compute/cuda/repos'
+KERNEL = '6.8.0-1024-aws'
+
+
+def _trusted(data):
+    if isinstance(data, str):
+        return trust_as_template(data)
+    if isinstance(data, dict):
+        return {k: _trusted(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_trusted(v) for v in data]
+    return data
+
+
+def _load(*parts):
+    with open(os.path.join(ROLE, *parts)) as f:
+        return _trusted(yaml.safe_load(f))
+
+
+def os_vars_files(facts):
+    """The vars files the role loads for these facts, in load order, or None when
+    the distribution is not supported."""
+    family = '%s.yml' % facts['os_family']
+    candidates = ['%s-%s.yml' % (facts['distribution'], facts['distribution_major_version']),
+                  '%s-%s.yml' % (facts['os_family'], facts['distribution_major_version'])]
+    found = [c for c in candidates if os.path.exists(os.path.join(ROLE, 'vars', c))]
+    if not found or not os.path.exists(os.path.join(ROLE, 'vars', family)):
+        return None
+    return [family, found[0]]
+
+
+def render(facts, decision=None, **overrides):
+    """A templar over the role's variables for a host with these facts."""
+    variables = {}
+    variables.update(_load('defaults', 'main.yml'))
+    variables.update(_load('vars', 'main.yml'))
+    files = os_vars_files(facts)
+    assert files, 'no vars file for %r' % facts
+    for name in files:
+        variables.update(_load('vars', name))
+    variables.update(_trusted(overrides))
+    variables['ansible_facts'] = dict(facts, kernel=KERNEL)
+    variables['ansible_check_mode'] = False
+    variables['nvidia_driver_decision'] = dict({
+        'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': KERNEL,
+    }, **(decision or {}))
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+def value(templar, name):
+    return templar.template(trust_as_template('{{ %s }}' % name))
+
+
+def host(distribution, version, os_family, architecture='x86_64'):
+    return {
+        'distribution': distribution,
+        'distribution_version': version,
+        'distribution_major_version': version.split('.')[0],
+        'os_family': os_family,
+        'architecture': architecture,
+    }
+
+
+SUPPORTED = [
+    # facts, CUDA repository directory, package manager, headers package
+    (host('Ubuntu', '20.04', 'Debian'), 'ubuntu2004', 'apt', 'linux-headers-' + KERNEL),
+    (host('Ubuntu', '22.04', 'Debian'), 'ubuntu2204', 'apt', 'linux-headers-' + KERNEL),
+    (host('Ubuntu', '24.04', 'Debian'), 'ubuntu2404', 'apt', 'linux-headers-' + KERNEL),
+    (host('Debian', '12.8', 'Debian'), 'debian12', 'apt', 'linux-headers-' + KERNEL),
+    (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('RedHat', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('Rocky', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('RedHat', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('Rocky', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('AlmaLinux', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
+]
+IDS = ['%s-%s' % (f['distribution'], f['distribution_version']) for f, _d, _p, _h in SUPPORTED]
+
+
+@pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
+def test_repository_and_headers(facts, dist, manager, headers):
+    t = render(facts)
+    key = '3bf863cc.pub' if manager == 'apt' else 'D42D0685.pub'
+    assert value(t, '__nvidia_driver_package_manager') == manager
+    assert value(t, '__nvidia_driver_repo_dir_url') == '%s/%s/x86_64/' % (CUDA, dist)
+    assert value(t, '__nvidia_driver_repo_key_url_effective') == '%s/%s/x86_64/%s' % (CUDA, dist, key)
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == headers
+
+
+@pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
+@pytest.mark.parametrize('flavour', ['open', 'proprietary'])
+def test_cuda_repo_packages(facts, dist, manager, headers, flavour):
+    t = render(facts, {'kernel_module': flavour})
+    packages = value(t, '__nvidia_driver_driver_packages')
+    pins = value(t, '__nvidia_driver_pin_packages')
+    if manager == 'apt':
+        # NVIDIA's pinning package keeps apt on the branch; the metapackages resolve inside it.
+        assert pins == ['nvidia-driver-pinning-580']
+        assert packages[0] == {'open': 'nvidia-open', 'proprietary': 'cuda-drivers'}[flavour]
+    else:
+        # dnf: the module stream is the pin.
+        assert pins == []
+        assert packages[0] == {'open': '@nvidia-driver:580-open', 'proprietary': '@nvidia-driver:580-dkms'}[flavour]
+    # Ubuntu's CUDA metapackages pull nvidia-persistenced with the utilities; elsewhere it is a package of its own.
+    assert packages[1:] == ([] if facts['distribution'] == 'Ubuntu' else ['nvidia-persistenced'])
+    required = value(t, '__nvidia_driver_required_packages')
+    assert required[:2] == [headers, 'dkms']
+    assert not [p for p in required if p.startswith('@')]
+
+
+@pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
+def test_exact_version(facts, dist, manager, headers):
+    t = render(facts, {'version': '580.95.05', 'kernel_module': 'proprietary'})
+    if manager == 'apt':
+        assert value(t, '__nvidia_driver_pin_packages') == ['nvidia-driver-pinning-580.95.05']
+        assert value(t, '__nvidia_driver_driver_packages')[0] == 'cuda-drivers'
+    else:
+        assert value(t, '__nvidia_driver_driver_packages')[:3] == [
+            '@nvidia-driver:580-dkms', 'nvidia-driver-580.95.05', 'kmod-nvidia-latest-dkms-580.95.05']
+
+
+@pytest.mark.parametrize('version, flavour, expected', [
+    ('22.04', 'open', ['nvidia-driver-580-server-open']),
+    ('24.04', 'proprietary', ['nvidia-driver-580-server']),
+])
+def test_ubuntu_distro_packages(version, flavour, expected):
+    t = render(host('Ubuntu', version, 'Debian'), {'source': 'distro', 'kernel_module': flavour})
+    assert value(t, '__nvidia_driver_driver_packages') == expected
+    assert value(t, '__nvidia_driver_pin_packages') == []
+    t = render(host('Ubuntu', version, 'Debian'), {'source': 'distro', 'kernel_module': flavour, 'version': '580.95.05'})
+    assert value(t, '__nvidia_driver_driver_packages') == [expected[0] + '=580.95.05-*']
+
+
+def test_debian_distro_packages():
+    t = render(host('Debian', '12.8', 'Debian'), {'source': 'distro', 'kernel_module': 'proprietary', 'branch': '535'})
+    assert value(t, '__nvidia_driver_driver_packages') == ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-persistenced']
+    assert value(t, '__nvidia_driver_distro_branches') == ['535']
+    t = render(host('Debian', '12.8', 'Debian'), {'source': 'distro', 'kernel_module': 'open', 'branch': '535'})
+    assert value(t, '__nvidia_driver_driver_packages')[:2] == ['nvidia-driver', 'nvidia-open-kernel-dkms']
+
+
+@pytest.mark.parametrize('facts', [host('Amazon', '2023', 'RedHat'), host('Rocky', '9.4', 'RedHat')])
+def test_no_distro_driver_on_dnf(facts):
+    assert value(render(facts), '__nvidia_driver_distro_packages') == {}
+
+
+def test_arm64_uses_sbsa():
+    t = render(host('Ubuntu', '24.04', 'Debian', architecture='aarch64'))
+    assert value(t, '__nvidia_driver_repo_dir_url') == CUDA + '/ubuntu2404/sbsa/'
+
+
+def test_mirror_and_overrides():
+    t = render(host('Debian', '12.8', 'Debian'),
+               nvidia_driver_repo_url='file:///srv/accel-repos/cuda/',
+               nvidia_driver_repo_key_url='file:///srv/accel-repos/keys/cuda.asc',
+               nvidia_driver_kernel_headers_package='linux-headers-cloud-amd64',
+               nvidia_driver_packages=['nvidia-driver-580-open'])
+    assert value(t, '__nvidia_driver_repo_dir_url') == 'file:///srv/accel-repos/cuda/debian12/x86_64/'
+    assert value(t, '__nvidia_driver_repo_key_url_effective') == 'file:///srv/accel-repos/keys/cuda.asc'
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == 'linux-headers-cloud-amd64'
+    # Packages of one's own replace the role's choice, pin included.
+    assert value(t, '__nvidia_driver_driver_packages') == ['nvidia-driver-580-open']
+    assert value(t, '__nvidia_driver_pin_packages') == []
+
+
+def test_default_fingerprints_are_both_cuda_keys():
+    defaults = _load('defaults', 'main.yml')
+    assert defaults['nvidia_driver_repo_key_fingerprint'] == [
+        'EB693B3035CD5710E231E123A4B469963BF863CC',  # 3bf863cc.pub, apt
+        '610C7B14E068A878070DA4E99CD0A493D42D0685',  # D42D0685.pub, RPM
+    ]
+
+
+@pytest.mark.parametrize('facts', [
+    host('Ubuntu', '26.04', 'Debian'), host('Debian', '13.1', 'Debian'), host('Amazon', '2', 'RedHat'),
+    host('RedHat', '10.0', 'RedHat'), host('SLES', '15.6', 'Suse'),
+])
+def test_unsupported_os_has_no_vars(facts):
+    assert os_vars_files(facts) is None
+
+
+@pytest.mark.parametrize('name, matches', [
+    ('cuda-drivers', True), ('nvidia-driver-pinning-580', True), ('nvidia-kernel-dkms', True),
+    ('libnvidia-compute-580', True), ('libcuda1', True), ('nvidia-persistenced', True),
+    ('nvidia-container-toolkit', False), ('libnvidia-container1', False), ('nvidia-fabricmanager-580', False),
+    ('nvidia-cuda-toolkit', False), ('linux-headers-6.1.0-28-amd64', False), ('dkms', False),
+])
+def test_owned_packages_on_apt(name, matches):
+    import re
+    t = render(host('Debian', '12.8', 'Debian'))
+    owned = re.match(value(t, '__nvidia_driver_owned_packages'), name)
+    foreign = re.match(value(t, '__nvidia_driver_foreign_packages'), name)
+    assert bool(owned and not foreign) == matches
+
+
+# The decision of tasks/decide.yml, rendered for simulated hardware.
+
+def _gpu(name, cc):
+    return {'name': name, 'compute_capability': cc, 'pci_bus_id': '0000:00:1e.0'}
+
+
+def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=()):
+    return {
+        'schema_version': 1,
+        'vendors': vendors if vendors is not None else (['nvidia'] if gpus else []),
+        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus)},
+        'ec2': {'instance_type': instance_type, 'expected': expected},
+        'problems': list(problems),
+    }
+
+
+def decide(accelerators, **overrides):
+    task = _load('tasks', 'decide.yml')[0]
+    variables = {}
+    variables.update(_load('defaults', 'main.yml'))
+    variables.update(_load('vars', 'main.yml'))
+    variables.update(task['vars'])
+    variables.update(_trusted(overrides))
+    variables['ansible_facts'] = {'kernel': KERNEL, 'accelerators': accelerators}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(task['ansible.builtin.set_fact']['nvidia_driver_decision'])
+
+
+V100 = _gpu('Tesla V100-SXM2-16GB', '7.0')
+T4 = _gpu('Tesla T4', '7.5')
+H100 = _gpu('NVIDIA H100 80GB HBM3', '9.0')
+B200 = _gpu('NVIDIA B200', '10.0')
+P3_EXPECTED = {'vendor': 'nvidia', 'model': 'V100', 'count': 4, 'memory_mib_each': 16384}
+
+
+@pytest.mark.parametrize('gpus, volta, module', [
+    ([V100], True, 'proprietary'),
+    ([_gpu('Tesla V100-SXM2-16GB', None)], True, 'proprietary'),  # name alone, capability unknown
+    ([_gpu('Graphics Device', '7.0')], True, 'proprietary'),  # capability alone
+    ([T4], False, 'open'),
+    ([H100, H100], False, 'open'),
+    ([V100, T4], True, 'proprietary'),  # mixed: the older GPU decides
+    ([_gpu('Tesla P100-PCIE-16GB', '6.0')], False, 'proprietary'),
+])
+def test_volta_and_kernel_module(gpus, volta, module):
+    d = decide(_facts(gpus))
+    assert d['present'] and d['volta'] == volta and d['kernel_module'] == module
+    assert int(d['expected_gpus']) == len(gpus)
+
+
+def test_baking_for_a_volta_instance_type():
+    d = decide(_facts(expected=P3_EXPECTED, instance_type='p3.8xlarge'), nvidia_driver_manage_service=False)
+    assert d['present'] and d['volta'] and d['bake'] and d['kernel_module'] == 'proprietary'
+    assert int(d['expected_gpus']) == 4 and d['instance_type'] == 'p3.8xlarge'
+    assert 'p3.8xlarge' in d['reason']
+
+
+def test_no_gpu_and_no_force():
+    d = decide(_facts())
+    assert not d['present'] and 'no NVIDIA GPU' in d['reason']
+    d = decide(_facts(), nvidia_driver_force=True)
+    assert d['present'] and d['kernel_module'] == 'open' and d['reason'] == 'nvidia_driver_force is true'
+    # Neuron hardware is not NVIDIA hardware.
+    assert not decide(_facts(vendors=['neuron'], instance_type='inf1.xlarge'))['present']
+
+
+@pytest.mark.parametrize('driver, overrides, satisfied', [
+    ('580.95.05', {}, True),
+    ('580.159.04', {}, True),
+    ('570.172.08', {}, False),
+    (None, {}, False),
+    ('580.95.05', {'nvidia_driver_version': '580.95.05'}, True),
+    ('580.159.04', {'nvidia_driver_version': '580.95.05'}, False),
+    ('580.95.05', {'nvidia_driver_kernel_module': 'open'}, False),  # proprietary loaded, open asked for
+    ('580.95.05', {'nvidia_driver_manage_service': False}, False),  # a builder's driver says nothing of the image
+])
+def test_satisfied(driver, overrides, satisfied):
+    d = decide(_facts([H100], driver=driver, flavor='proprietary'), **overrides)
+    assert d['satisfied'] == satisfied
+
+
+def test_branch_from_version_and_blackwell():
+    d = decide(_facts([B200]), nvidia_driver_version='590.44.01')
+    assert d['branch'] == '590' and d['blackwell'] and d['kernel_module'] == 'open'
+
+
+def test_nouveau_from_problems():
+    d = decide(_facts([T4], problems=['nouveau is bound to NVIDIA GPU(s) 0000:00:1e.0: blacklist nouveau and reboot']))
+    assert d['nouveau_bound']
+    assert not decide(_facts([T4]))['nouveau_bound']
+
+
+def test_injected_plain_variable():
+    """set_fact without cacheable leaves ansible_facts alone: the plain variable counts too."""
+    task = _load('tasks', 'decide.yml')[0]
+    variables = dict(_load('defaults', 'main.yml'), **_load('vars', 'main.yml'))
+    variables.update(task['vars'])
+    variables['ansible_facts'] = {'kernel': KERNEL}
+    variables['accelerators'] = _facts([V100])
+    d = Templar(loader=DataLoader(), variables=variables).template(
+        task['ansible.builtin.set_fact']['nvidia_driver_decision'])
+    assert d['present'] and d['volta']
