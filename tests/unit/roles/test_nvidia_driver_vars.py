@@ -13,6 +13,7 @@ simulated hardware.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import yaml
@@ -215,7 +216,6 @@ def test_unsupported_os_has_no_vars(facts):
     ('nvidia-cuda-toolkit', False), ('linux-headers-6.1.0-28-amd64', False), ('dkms', False),
 ])
 def test_owned_packages_on_apt(name, matches):
-    import re
     t = render(host('Debian', '12.8', 'Debian'))
     owned = re.match(value(t, '__nvidia_driver_owned_packages'), name)
     foreign = re.match(value(t, '__nvidia_driver_foreign_packages'), name)
