@@ -27,7 +27,11 @@ stage() { # name command...
 
 units() { tests/rig/units.sh "$@"; }
 lint() {
-  yamllint -s . && ansible-lint --profile production --offline
+  local rc=0
+  yamllint -s . || rc=1
+  ansible-lint --profile production --offline -f pep8 || rc=1
+  tests/rig/role-readme.py --check roles/* || rc=1
+  return $rc
 }
 sanity() {
   local tree pip_version
@@ -40,11 +44,12 @@ print(re.search(r"pip=.([0-9.]+).", inspect.getsource(r)).group(1))') &&
   return "${PIPESTATUS[0]}"
 }
 build() {
-  local dest
+  local dest listing
   dest=$(mktemp -d) &&
     ansible-galaxy collection build --force --output-path build/dist . &&
     ansible-galaxy collection install --offline --no-deps --force -p "$dest" build/dist/accel-nodes-*.tar.gz &&
-    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes | tee /dev/stderr | grep -q '^accel.nodes.' &&
+    listing=$(ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes) &&
+    echo "$listing" && grep -q '^accel\.nodes\.' <<<"$listing" &&
     antsibull-changelog lint
 }
 molecule_all() {
