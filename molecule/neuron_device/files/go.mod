@@ -1,0 +1,3 @@
+module github.com/awslabs/oci-add-hooks
+
+go 1.25.0
