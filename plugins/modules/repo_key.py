@@ -167,12 +167,12 @@ diff:
 import hashlib
 import os
 import stat
-import tempfile
 from urllib.parse import urlparse
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
+from ansible_collections.accel.nodes.plugins.module_utils._files import write_atomic
 from ansible_collections.accel.nodes.plugins.module_utils._openpgp import (
     OpenPGPError,
     armor,
@@ -249,28 +249,6 @@ def read_dest(module, dest):
         return handle.read()
 
 
-def make_parents(path):
-    """Create the missing ancestors of path, each with mode 0755."""
-    missing = []
-    parent = os.path.dirname(path)
-    while parent and not os.path.isdir(parent):
-        missing.append(parent)
-        parent = os.path.dirname(parent)
-    for directory in reversed(missing):
-        os.mkdir(directory)
-        os.chmod(directory, 0o755)
-
-
-def write_atomically(module, dest, content):
-    make_parents(dest)
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(dest), suffix='.tmp',
-                               dir=os.path.dirname(dest))
-    module.add_cleanup_file(tmp)
-    with os.fdopen(fd, 'wb') as handle:
-        handle.write(content)
-    module.atomic_move(tmp, dest)
-
-
 def ensure_present(module, dest, result, diff):
     params = module.params
     source = params['url'] or params['src']
@@ -309,7 +287,7 @@ def ensure_present(module, dest, result, diff):
 
     changed = current != content
     if changed and not module.check_mode:
-        write_atomically(module, dest, content)
+        write_atomic(module, dest, content, mode=None)
     mode_change = {}
     if os.path.exists(dest):
         file_args = module.load_file_common_arguments(module.params, path=dest)
