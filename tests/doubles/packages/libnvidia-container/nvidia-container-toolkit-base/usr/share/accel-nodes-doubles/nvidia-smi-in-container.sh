@@ -10,7 +10,7 @@ data=/usr/share/nvidia-container-double/gpus
 driver=
 count=0
 if [ -r "$data" ]; then
-  while IFS='|' read -r a b c d e; do
+  while IFS='|' read -r a b c _; do
     case $a in
       driver) driver=$b cuda=$c ;;
       nodriver) driver= ;;
@@ -23,7 +23,7 @@ if [ -z "$driver" ]; then
   exit 9
 fi
 
-mode=table query= header=1 units=1
+mode=table query='' header=1 units=1
 for arg in "$@"; do
   case $arg in
     -L | --list-gpus) mode=list ;;
@@ -58,7 +58,7 @@ table_one() {
 }
 
 query_one() {
-  line= sep=
+  line='' sep=''
   old_ifs=$IFS
   IFS=,
   for f in $query; do
@@ -80,7 +80,7 @@ query_one() {
 case $mode in
   list) gpu_lines list_one ;;
   query)
-    line= sep=
+    line='' sep=''
     old_ifs=$IFS
     IFS=,
     for f in $query; do
