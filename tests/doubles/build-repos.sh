@@ -22,9 +22,15 @@ fi
 command -v apt-ftparchive >/dev/null || { apt-get update -qq && apt-get install -y -qq apt-utils >&2; }
 command -v gpg >/dev/null || { apt-get update -qq && apt-get install -y -qq gnupg >&2; }
 
-rm -rf "$out" && mkdir -p "$out/keys"
+# Build beside OUTDIR, then swap the contents in: the directory itself stays, so
+# node containers that bind-mount it keep seeing it. The signing keys stay too
+# (in OUTDIR.gnupg), so keyrings already installed on a node remain valid.
+final=$out
+out=$(mktemp -d "$final.new.XXXXXX")
+mkdir -p "$out/keys"
 work=$(mktemp -d)
-trap 'gpgconf --homedir "$work/gnupg" --kill all 2>/dev/null || true; rm -rf "$work"' EXIT
+gnupg=$final.gnupg
+trap 'gpgconf --homedir "$gnupg" --kill all 2>/dev/null || true; rm -rf "$work" "$out"' EXIT
 
 build_debs() { # repo destdir
   local pkg
@@ -43,16 +49,17 @@ build_debs() { # repo destdir
 }
 
 sign() { # repo dir-with-Release
-  gpg --homedir "$work/gnupg" --batch --yes -u "$1" --clearsign -o "$2/InRelease" "$2/Release"
-  gpg --homedir "$work/gnupg" --batch --yes -u "$1" -abs -o "$2/Release.gpg" "$2/Release"
+  gpg --homedir "$gnupg" --batch --yes -u "$1" --clearsign -o "$2/InRelease" "$2/Release"
+  gpg --homedir "$gnupg" --batch --yes -u "$1" -abs -o "$2/Release.gpg" "$2/Release"
 }
 
-mkdir -m 0700 "$work/gnupg"
+[ -d "$gnupg" ] || mkdir -m 0700 "$gnupg"
 for repo in cuda libnvidia-container neuron; do
-  gpg --homedir "$work/gnupg" --batch --passphrase '' \
-    --quick-gen-key "accel.nodes test double $repo <$repo@doubles.invalid>" ed25519 sign never 2>/dev/null
-  gpg --homedir "$work/gnupg" --armor --export "$repo@doubles.invalid" >"$out/keys/$repo.asc"
-  gpg --homedir "$work/gnupg" --with-colons --fingerprint "$repo@doubles.invalid" |
+  gpg --homedir "$gnupg" --list-keys "$repo@doubles.invalid" >/dev/null 2>&1 ||
+    gpg --homedir "$gnupg" --batch --passphrase '' \
+      --quick-gen-key "accel.nodes test double $repo <$repo@doubles.invalid>" ed25519 sign never 2>/dev/null
+  gpg --homedir "$gnupg" --armor --export "$repo@doubles.invalid" >"$out/keys/$repo.asc"
+  gpg --homedir "$gnupg" --with-colons --fingerprint "$repo@doubles.invalid" |
     awk -F: '/^fpr:/ {print $10; exit}' >"$out/keys/$repo.fingerprint"
 done
 
@@ -78,4 +85,7 @@ sign "neuron@doubles.invalid" "$neuron/dists/bookworm"
 
 chmod -R a+rX "$out"
 echo "$stamp" >"$out/.stamp"
-echo "$out"
+mkdir -p "$final"
+find "$final" -mindepth 1 -delete
+cp -a "$out/." "$final/"
+echo "$final"
