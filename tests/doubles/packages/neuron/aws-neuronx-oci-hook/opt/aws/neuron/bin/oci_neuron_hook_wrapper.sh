@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 # TEST DOUBLE of oci_neuron_hook_wrapper.sh (aws-neuronx-oci-hook 2.15.13.0). Not the real tool.
 # Like the vendor wrapper quoted in aws-neuron-sdk issue #911, it looks both
 # tools up on PATH when a container starts; when oci-add-hooks is missing,
@@ -8,4 +8,4 @@
 HOOK_CONFIG=/opt/aws/neuron/share/oci_neuron_hook_config.json
 RUNC=$(which runc)
 OCI_ADD_HOOKS=$(which oci-add-hooks)
-exec $OCI_ADD_HOOKS --hook-config-path $HOOK_CONFIG --runtime-path $RUNC "$@"
+exec "$OCI_ADD_HOOKS" --hook-config-path "$HOOK_CONFIG" --runtime-path "$RUNC" "$@"
