@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Wall time of playbooks/site.yml on fresh nodes with SIMULATED hardware (the
+# Molecule scenario molecule/site): the first run, the second (idempotent)
+# run, and a floor play that only gathers facts on the same node; then the
+# second run and the floor again with pipelining. Prints the figures, and the
+# task count and seconds of each role (profile_tasks) in each site.yml run.
+#   tests/benchmarks/site_bench.sh [p3|inf1 ...]   (default: p3 inf1)
+# The nodes are named bench-site-* and have their own Molecule state, so they
+# do not disturb the site scenario's nodes; they are destroyed at the end.
+# Logs: build/bench-site/.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+[ $# -gt 0 ] || set -- p3 inf1
+out=$top/build/bench-site
+rm -rf "$out" && mkdir -p "$out"
+
+tests/rig/host.sh
+tests/rig/venv.sh .venv requirements/dev.txt
+export ACCEL_NODE_PREFIX=bench MOLECULE_EPHEMERAL_DIRECTORY=$out/molecule
+destroy() {
+  tests/rig/molecule.sh site destroy >"$out/destroy.log" 2>&1 || echo "destroy failed: see $out/destroy.log" >&2
+}
+trap destroy EXIT
+
+echo "Creating the nodes (SIMULATED hardware) ..." >&2
+tests/rig/molecule.sh site create >"$out/create.log" 2>&1 ||
+  { tail -30 "$out/create.log" >&2; exit 1; }
+
+# What Molecule runs, without Molecule around it.
+export PATH=$top/.venv/bin:$PATH MOLECULE_PROJECT_DIRECTORY=$top ANSIBLE_CONFIG=$out/molecule/ansible.cfg \
+  ANSIBLE_COLLECTIONS_PATH=$top/build/collections ANSIBLE_ROLES_PATH=$top/roles \
+  ACCEL_REPOS_DIR=$top/build/repos ANSIBLE_NOCOLOR=1 PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=none
+cat >"$out/floor.yml" <<'EOF'
+- name: Floor, facts only
+  hosts: all
+  gather_facts: true
+  tasks: []
+EOF
+
+# run LOG PLAYBOOK NODE: prints the wall time in seconds.
+run() {
+  local start end
+  start=$(date +%s.%N)
+  ansible-playbook -i "$out/molecule/inventory" --limit "$3" "$2" >"$out/$1" 2>&1 ||
+    { tail -30 "$out/$1" >&2; echo "failed: $out/$1" >&2; exit 1; }
+  end=$(date +%s.%N)
+  echo "$start $end" | awk '{printf "%.1f", $2 - $1}'
+}
+
+# median LOGPREFIX NODE: the median wall time of three floor plays.
+median() {
+  local i
+  for i in 1 2 3; do
+    run "$1-$i.log" "$out/floor.yml" "$2"
+    echo
+  done | sort -n | sed -n 2p
+}
+
+for sim in "$@"; do
+  node=bench-site-$sim
+  echo "$node: first site.yml run ..." >&2
+  first=$(run "$sim-first.log" molecule/site/converge.yml "$node")
+  echo "$node: second site.yml run, floor ..." >&2
+  second=$(run "$sim-second.log" molecule/site/converge.yml "$node")
+  floor=$(median "$sim-floor" "$node")
+  # The same with pipelining, which most SSH fleets turn on: one round trip
+  # to the node per task instead of several.
+  echo "$node: the same with pipelining ..." >&2
+  export ANSIBLE_PIPELINING=1
+  second_p=$(run "$sim-second-pipelining.log" molecule/site/converge.yml "$node")
+  floor_p=$(median "$sim-floor-pipelining" "$node")
+  unset ANSIBLE_PIPELINING
+  for log in "$sim-second.log" "$sim-second-pipelining.log"; do
+    grep -q "$node *: ok=[0-9]* *changed=0 " "$out/$log" ||
+      echo "WARNING: a second run of $node changed something: $out/$log" >&2
+  done
+  python3 - "$node" "$first" "$second" "$floor" "$second_p" "$floor_p" "$out/$sim" <<'EOF2'
+import re
+import sys
+
+node, first, second, floor, second_p, floor_p, logs = sys.argv[1:]
+first, second, floor, second_p, floor_p = (float(x) for x in (first, second, floor, second_p, floor_p))
+
+
+def per_role(log):
+    """Task count and seconds per role, from the profile_tasks summary."""
+    roles = {}
+    for line in open(log):
+        match = re.match(r'^(.*?) -{3,} +(\d+\.\d+)s$', line.rstrip())
+        if match:
+            role = match.group(1).split(' : ')[0] if ' : ' in match.group(1) else '(plays)'
+            count, seconds = roles.get(role, (0, 0.0))
+            roles[role] = (count + 1, seconds + float(match.group(2)))
+    return roles
+
+
+print('\n%s (SIMULATED hardware)' % node)
+print('  first run %.1f s' % first)
+print('  second run %.1f s, floor (facts only, median of 3) %.1f s: %.1fx' % (second, floor, second / floor))
+print('  with pipelining: second run %.1f s, floor %.1f s: %.1fx' % (second_p, floor_p, second_p / floor_p))
+runs = [per_role(logs + suffix) for suffix in ('-first.log', '-second.log', '-second-pipelining.log')]
+print('  %-38s %14s %14s %14s' % ('role: tasks, seconds', 'first', 'second', 'pipelining'))
+for role in sorted(set().union(*runs), key=lambda r: -runs[1].get(r, (0, 0.0))[1]):
+    print('  %-38s' % role + ''.join('%6d %7.1f' % run.get(role, (0, 0.0)) for run in runs))
+EOF2
+done
