@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Wall time of playbooks/site.yml on fresh nodes with SIMULATED hardware (the
-# Molecule scenario molecule/site): the first run, the second (idempotent)
-# run, and a floor play that only gathers facts on the same node; then the
-# second run and the floor again with pipelining. Prints the figures, and the
-# task count and seconds of each role (profile_tasks) in each site.yml run.
+# Molecule scenario molecule/site): the first run; the second run, which finds
+# the node unchanged since its state record and skips the provisioning roles
+# and validation containers; a third run with accel_nodes_skip_unchanged=false,
+# which goes through every role and container; and a floor play that only
+# gathers facts on the same node. Prints the figures, and the task count and
+# seconds of each role (profile_tasks) in each site.yml run.
 #   tests/benchmarks/site_bench.sh [p3|inf1 ...]   (default: p3 inf1)
 # The nodes are named bench-site-* and have their own Molecule state, so they
 # do not disturb the site scenario's nodes; they are destroyed at the end.
-# Logs: build/bench-site/.
+# Molecule's ansible.cfg turns pipelining on. Logs: build/bench-site/.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -38,21 +40,23 @@ cat >"$out/floor.yml" <<'EOF'
   tasks: []
 EOF
 
-# run LOG PLAYBOOK NODE: prints the wall time in seconds.
+# run LOG PLAYBOOK NODE [ARGS...]: prints the wall time in seconds.
 run() {
-  local start end
+  local log=$1 playbook=$2 node=$3 start end
+  shift 3
   start=$(date +%s.%N)
-  ansible-playbook -i "$out/molecule/inventory" --limit "$3" "$2" >"$out/$1" 2>&1 ||
-    { tail -30 "$out/$1" >&2; echo "failed: $out/$1" >&2; exit 1; }
+  ansible-playbook -i "$out/molecule/inventory" --limit "$node" "$@" "$playbook" >"$out/$log" 2>&1 ||
+    { tail -30 "$out/$log" >&2; echo "failed: $out/$log" >&2; exit 1; }
   end=$(date +%s.%N)
   echo "$start $end" | awk '{printf "%.1f", $2 - $1}'
 }
 
-# median LOGPREFIX NODE: the median wall time of three floor plays.
+# median LOGPREFIX NODE PLAYBOOK [ARGS...]: the median wall time of three runs.
 median() {
-  local i
+  local prefix=$1 node=$2 playbook=$3 i
+  shift 3
   for i in 1 2 3; do
-    run "$1-$i.log" "$out/floor.yml" "$2"
+    run "$prefix-$i.log" "$playbook" "$node" "$@"
     echo
   done | sort -n | sed -n 2p
 }
@@ -61,26 +65,20 @@ for sim in "$@"; do
   node=bench-site-$sim
   echo "$node: first site.yml run ..." >&2
   first=$(run "$sim-first.log" molecule/site/converge.yml "$node")
-  echo "$node: second site.yml run, floor ..." >&2
-  second=$(run "$sim-second.log" molecule/site/converge.yml "$node")
-  floor=$(median "$sim-floor" "$node")
-  # The same with pipelining, which most SSH fleets turn on: one round trip
-  # to the node per task instead of several.
-  echo "$node: the same with pipelining ..." >&2
-  export ANSIBLE_PIPELINING=1
-  second_p=$(run "$sim-second-pipelining.log" molecule/site/converge.yml "$node")
-  floor_p=$(median "$sim-floor-pipelining" "$node")
-  unset ANSIBLE_PIPELINING
-  for log in "$sim-second.log" "$sim-second-pipelining.log"; do
+  echo "$node: unchanged runs, full runs, floor (three each) ..." >&2
+  second=$(median "$sim-unchanged" "$node" molecule/site/converge.yml)
+  full=$(median "$sim-full" "$node" molecule/site/converge.yml -e accel_nodes_skip_unchanged=false)
+  floor=$(median "$sim-floor" "$node" "$out/floor.yml")
+  for log in "$sim"-unchanged-?.log "$sim"-full-?.log; do
     grep -q "$node *: ok=[0-9]* *changed=0 " "$out/$log" ||
-      echo "WARNING: a second run of $node changed something: $out/$log" >&2
+      echo "WARNING: a repeated run of $node changed something: $out/$log" >&2
   done
-  python3 - "$node" "$first" "$second" "$floor" "$second_p" "$floor_p" "$out/$sim" <<'EOF2'
+python3 - "$node" "$first" "$second" "$full" "$floor" "$out/$sim" <<'EOF2'
 import re
 import sys
 
-node, first, second, floor, second_p, floor_p, logs = sys.argv[1:]
-first, second, floor, second_p, floor_p = (float(x) for x in (first, second, floor, second_p, floor_p))
+node, first, second, full, floor, logs = sys.argv[1:]
+first, second, full, floor = (float(x) for x in (first, second, full, floor))
 
 
 def per_role(log):
@@ -97,11 +95,12 @@ def per_role(log):
 
 print('\n%s (SIMULATED hardware)' % node)
 print('  first run %.1f s' % first)
-print('  second run %.1f s, floor (facts only, median of 3) %.1f s: %.1fx' % (second, floor, second / floor))
-print('  with pipelining: second run %.1f s, floor %.1f s: %.1fx' % (second_p, floor_p, second_p / floor_p))
-runs = [per_role(logs + suffix) for suffix in ('-first.log', '-second.log', '-second-pipelining.log')]
-print('  %-38s %14s %14s %14s' % ('role: tasks, seconds', 'first', 'second', 'pipelining'))
-for role in sorted(set().union(*runs), key=lambda r: -runs[1].get(r, (0, 0.0))[1]):
+print('  floor (facts only) %.1f s' % floor)
+print('  unchanged node (state record matches) %.1f s: %.1fx the floor' % (second, second / floor))
+print('  full run (accel_nodes_skip_unchanged=false) %.1f s: %.1fx the floor' % (full, full / floor))
+runs = [per_role(logs + suffix) for suffix in ('-first.log', '-unchanged-1.log', '-full-1.log')]
+print('  %-38s %14s %14s %14s' % ('role: tasks, seconds', 'first', 'unchanged', 'full'))
+for role in sorted(set().union(*runs), key=lambda r: -runs[2].get(r, (0, 0.0))[1]):
     print('  %-38s' % role + ''.join('%6d %7.1f' % run.get(role, (0, 0.0)) for run in runs))
 EOF2
 done
