@@ -69,9 +69,9 @@ for sim in "$@"; do
   second=$(median "$sim-unchanged" "$node" molecule/site/converge.yml)
   full=$(median "$sim-full" "$node" molecule/site/converge.yml -e accel_nodes_skip_unchanged=false)
   floor=$(median "$sim-floor" "$node" "$out/floor.yml")
-  for log in "$sim"-unchanged-?.log "$sim"-full-?.log; do
-    grep -q "$node *: ok=[0-9]* *changed=0 " "$out/$log" ||
-      echo "WARNING: a repeated run of $node changed something: $out/$log" >&2
+  for log in "$out/$sim"-unchanged-?.log "$out/$sim"-full-?.log; do
+    grep -q "$node *: ok=[0-9]* *changed=0 " "$log" ||
+      echo "WARNING: a repeated run of $node changed something: $log" >&2
   done
 python3 - "$node" "$first" "$second" "$full" "$floor" "$out/$sim" <<'EOF2'
 import re
