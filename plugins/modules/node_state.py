@@ -167,7 +167,10 @@ def _entry(path):
     if stat.S_ISLNK(st.st_mode):
         return 'link %s -> %s' % (head, os.readlink(path))
     if stat.S_ISREG(st.st_mode):
-        return 'file %s %s' % (head, _file_sha256(path))
+        try:
+            return 'file %s %s' % (head, _file_sha256(path))
+        except OSError as exc:  # unreadable is a state too: it counts as drift when it changes
+            return 'file %s unreadable (%s)' % (head, exc.strerror)
     if stat.S_ISDIR(st.st_mode):
         return 'dir %s' % head
     return 'other %s %o' % (head, stat.S_IFMT(st.st_mode))

@@ -184,3 +184,20 @@ def test_recording_again_without_lists_keeps_those_of_the_record(node):
     assert list(record['fingerprints']['paths']) == [str(node.root / 'etc' / 'docker')]
     assert sorted(record['fingerprints']['services']) == sorted(UNITS)
     assert node.run(inputs='digest-1')['converged'] is True
+
+
+def test_an_unreadable_file_is_fingerprinted_not_fatal(node, monkeypatch):
+    real = node_state._file_sha256
+    secret = str(node.root / 'etc' / 'docker' / 'key.json')
+    Path(secret).write_text('{}')
+
+    def denied(path):
+        if path == secret:
+            raise PermissionError(13, 'Permission denied')
+        return real(path)
+
+    monkeypatch.setattr(node_state, '_file_sha256', denied)
+    assert node.write()['changed'] is True
+    assert node.run(inputs='digest-1')['converged'] is True
+    os.chmod(secret, 0o600)
+    assert [line.replace(str(node.root), '') for line in node.run(inputs='digest-1')['drift']] == ['/etc/docker changed']
