@@ -16,7 +16,7 @@ description:
   - The record holds fingerprints, not copies, of
     the O(inputs) digest that the caller computes from everything that decides the wanted state
     (variables, the collection's own files, the hardware);
-    the running kernel; C(/etc/os-release); the installed packages (the whole dpkg status file, or the
+    the running kernel and its command line (which decides, for one, cgroup v1 or v2); C(/etc/os-release); the installed packages (the whole dpkg status file, or the
     sorted output of C(rpm -qa), so any package change anywhere counts);
     the content, type, mode and owner of each file under O(paths), recursively; and the
     C(ActiveState) and C(UnitFileState) of each systemd unit in O(services).
@@ -141,6 +141,7 @@ from ansible_collections.accel.nodes.plugins.module_utils import _files
 
 SCHEMA_VERSION = 1
 OS_RELEASE = '/etc/os-release'
+KERNEL_CMDLINE = '/proc/cmdline'
 DPKG_STATUS = '/var/lib/dpkg/status'
 RECORD_MODE = 0o600
 
@@ -196,7 +197,8 @@ def packages_fingerprint(module):
     if rpm:
         rc, out, err = module.run_command([rpm, '-qa', '--qf', '%{NAME}-%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\\n'])
         if rc != 0:
-            module.fail_json(msg='rpm -qa failed (rc %d): %s' % (rc, err.strip()))
+            module.fail_json(msg='rpm -qa failed (rc %d): %s. Repair the RPM database (rpm --rebuilddb), '
+                                 'or run with accel_nodes_skip_unchanged=false.' % (rc, err.strip()))
         return 'rpm ' + _sha256('\n'.join(sorted(out.splitlines())).encode('utf-8'))
     return 'none'
 
@@ -208,7 +210,7 @@ def services_state(module, units):
         return {}
     if systemctl:
         rc, out, dummy = module.run_command([systemctl, 'show', '--property=ActiveState,UnitFileState', '--'] + units,
-                                            environ_update={'LANG': 'C', 'SYSTEMD_PAGER': ''})
+                                            environ_update={'LC_ALL': 'C', 'SYSTEMD_PAGER': ''})
         blocks = out.strip().split('\n\n') if rc == 0 else []
         if len(blocks) == len(units):
             states = {}
@@ -219,9 +221,9 @@ def services_state(module, units):
     return dict((unit, 'unknown') for unit in units)
 
 
-def os_release():
+def _file_or_absent(path):
     try:
-        return _file_sha256(OS_RELEASE)
+        return _file_sha256(path)
     except OSError:
         return 'absent'
 
@@ -229,7 +231,8 @@ def os_release():
 def fingerprints(module, paths, services):
     return {
         'kernel': os.uname()[2],
-        'os_release': os_release(),
+        'kernel_cmdline': _file_or_absent(KERNEL_CMDLINE),
+        'os_release': _file_or_absent(OS_RELEASE),
         'packages': packages_fingerprint(module),
         'paths': dict((path, path_fingerprint(path)) for path in paths),
         'services': services_state(module, services),
@@ -244,6 +247,8 @@ def drift(record, inputs, now):
     was = record['fingerprints']
     if was['kernel'] != now['kernel']:
         found.append('kernel %s, was %s' % (now['kernel'], was['kernel']))
+    if was['kernel_cmdline'] != now['kernel_cmdline']:
+        found.append('the kernel command line changed')
     if was['os_release'] != now['os_release']:
         found.append('%s changed' % OS_RELEASE)
     if was['packages'] != now['packages']:
@@ -264,7 +269,7 @@ def read_record(text, path):
             return None, 'the state record at %s has schema %r, not %d' % (path, record.get('schema_version'), SCHEMA_VERSION)
         fp = record['fingerprints']
         if not (isinstance(fp['paths'], dict) and isinstance(fp['services'], dict)
-                and all(key in fp for key in ('kernel', 'os_release', 'packages'))):
+                and all(key in fp for key in ('kernel', 'kernel_cmdline', 'os_release', 'packages'))):
             raise KeyError('fingerprints')
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return None, 'the state record at %s is damaged (%s): it is written again after the next full run' % (path, exc)
@@ -297,9 +302,12 @@ def main():
     path = p['path']
     try:
         before = _files.read_text(path)
-    except (OSError, ValueError) as exc:
+        old, why = read_record(before, path)
+    except ValueError as exc:  # not UTF-8: damaged, like any other unreadable record
+        before, old = '(not UTF-8)', None
+        why = 'the state record at %s is damaged (%s): it is written again after the next full run' % (path, exc)
+    except OSError as exc:
         module.fail_json(msg='Cannot read the state record: %s' % exc, path=path)
-    old, why = read_record(before, path)
     result = dict(changed=False, path=path, converged=False, drift=[],
                   validated=bool(old and old.get('validated')), recorded_at=old.get('written') if old else None)
 

@@ -45,6 +45,9 @@ def node(tmp_path, monkeypatch, module_in_tmp):
     (root / 'var' / 'lib' / 'dpkg').mkdir(parents=True)
     shutil.copy(FIXTURES / 'dpkg-status', root / 'var' / 'lib' / 'dpkg' / 'status')
     shutil.copy(FIXTURES / 'os-release', root / 'etc' / 'os-release')
+    (root / 'proc').mkdir()
+    (root / 'proc' / 'cmdline').write_text('BOOT_IMAGE=/boot/vmlinuz-6.1.0-26-amd64 root=/dev/nvme0n1p1 ro\n')
+    monkeypatch.setattr(node_state, 'KERNEL_CMDLINE', str(root / 'proc' / 'cmdline'))
     monkeypatch.setattr(node_state, 'DPKG_STATUS', str(root / 'var' / 'lib' / 'dpkg' / 'status'))
     monkeypatch.setattr(node_state, 'OS_RELEASE', str(root / 'etc' / 'os-release'))
     systemctl = Systemctl('systemctl-show-before.txt')
@@ -99,6 +102,8 @@ def test_recording_the_same_state_again_is_no_change(node):
     (lambda root: os.symlink('daemon.json', root / 'etc' / 'docker' / 'link.json'), '/etc/docker changed'),
     (lambda root: shutil.rmtree(root / 'etc' / 'docker'), '/etc/docker changed'),
     (lambda root: (root / 'etc' / 'os-release').write_text('ID=debian\nVERSION_ID="13"\n'), '/etc/os-release changed'),
+    (lambda root: (root / 'proc' / 'cmdline').write_text('BOOT_IMAGE=/boot/vmlinuz-6.1.0-26-amd64 root=/dev/nvme0n1p1 ro '
+                                                         'systemd.unified_cgroup_hierarchy=0\n'), 'the kernel command line changed'),
 ])
 def test_a_changed_path_is_drift(node, edit, expected):
     node.write()
@@ -138,6 +143,7 @@ def test_without_systemd_every_unit_is_unknown(node, monkeypatch):
 
 
 @pytest.mark.parametrize('text, why', [
+    (b'\xff\xfe{', 'is damaged'),
     ('{"schema_version": 1', 'is damaged'),
     ('{"schema_version": 1, "fingerprints": {}}', 'is damaged'),
     ('[]', 'is damaged'),
@@ -145,7 +151,10 @@ def test_without_systemd_every_unit_is_unknown(node, monkeypatch):
 ])
 def test_a_damaged_record_is_drift_and_is_replaced(node, text, why):
     Path(node.record).parent.mkdir(parents=True)
-    Path(node.record).write_text(text)
+    if isinstance(text, bytes):
+        Path(node.record).write_bytes(text)
+    else:
+        Path(node.record).write_text(text)
     result = node.run(inputs='digest-1')
     assert result['converged'] is False and why in result['drift'][0]
     assert node.write()['changed'] is True
