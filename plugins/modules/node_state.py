@@ -16,8 +16,9 @@ description:
   - The record holds fingerprints, not copies, of
     the O(inputs) digest that the caller computes from everything that decides the wanted state
     (variables, the collection's own files, the hardware);
-    the running kernel and its command line (which decides, for one, cgroup v1 or v2); C(/etc/os-release); the installed packages (the whole dpkg status file, or the
-    sorted output of C(rpm -qa), so any package change anywhere counts);
+    the running kernel and its command line (which decides, for one, cgroup v1 or v2); C(/etc/os-release);
+    the installed packages (the whole dpkg status file, or the sorted output of C(rpm -qa), so any package
+    change anywhere counts);
     the content, type, mode and owner of each file under O(paths), recursively; and the
     C(ActiveState) and C(UnitFileState) of each systemd unit in O(services).
   - Any difference at all is drift. The record errs on the side of a full run, never the other way.
