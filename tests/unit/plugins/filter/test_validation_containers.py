@@ -50,8 +50,8 @@ def nvidia_facts(count):
     return facts
 
 
-def plan(facts, engine=RUNC, config=TOOLKIT_LEGACY, **kwargs):
-    return validation_container_plan(facts, engine=engine, image='accel-test/busybox:1', toolkit_config=config, **kwargs)
+def plan(facts, engine=None, config=TOOLKIT_LEGACY, **kwargs):
+    return validation_container_plan(facts, engine=engine or RUNC, image='accel-test/busybox:1', toolkit_config=config, **kwargs)
 
 
 def smi_list(facts, indices):
