@@ -51,7 +51,8 @@ options:
 notes:
   - A link that exists but points somewhere else is left alone, as the tool leaves it; the module warns about it.
 seealso:
-  - name: NVIDIA Container Toolkit troubleshooting, containers losing access to GPUs
+  - name: NVIDIA Container Toolkit troubleshooting
+    description: Containers losing access to GPUs after systemctl daemon-reload, and the /dev/char workaround.
     link: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html
 """
 
