@@ -80,17 +80,22 @@ echo "$sha256  $archive" | sha256sum -c --quiet - >&2 ||
 
 # Build tools: gcc for cgo (go-nvml's dl package), Go 1.22 from bookworm-backports,
 # dpkg-dev and debhelper for the vendor's debian/rules (`dh $@`, compat 9).
-if [ ! -x /usr/lib/go-1.22/bin/go ] || ! command -v gcc >/dev/null || ! command -v dh >/dev/null ||
-    ! command -v dpkg-buildpackage >/dev/null || ! command -v fakeroot >/dev/null; then
-  bpo=/etc/apt/sources.list.d/accel-nodes-bookworm-backports.sources
+need=()
+[ -x /usr/lib/go-1.22/bin/go ] || need+=(golang-1.22-go/bookworm-backports)
+# dpkg-buildpackage checks build-essential (gcc, libc6-dev, make) besides debian/control.
+dpkg-query -W -f='${Status}' build-essential 2>/dev/null | grep -q 'ok installed' || need+=(build-essential)
+command -v dpkg-buildpackage >/dev/null || need+=(dpkg-dev)
+command -v dh >/dev/null || need+=(debhelper)
+command -v fakeroot >/dev/null || need+=(fakeroot)
+if [ ${#need[@]} -gt 0 ]; then
   if ! grep -rqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
     printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
-      'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' >"$bpo"
+      'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' \
+      >/etc/apt/sources.list.d/accel-nodes-bookworm-backports.sources
   fi
-  echo "installing build tools: golang-1.22-go (bookworm-backports), gcc, dpkg-dev, debhelper, fakeroot" >&2
+  echo "installing build tools: ${need[*]}" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    -t bookworm-backports golang-1.22-go gcc libc6-dev dpkg-dev debhelper fakeroot >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 tar -xzf "$archive" -C "$work"
