@@ -1,7 +1,7 @@
 #!/bin/sh
 # TEST DOUBLE of nvidia-smi, as seen inside a container. Not the real tool.
-# The nvidia-container-runtime double bind-mounts this script at
-# /usr/bin/nvidia-smi, next to a file listing the GPUs the container asked for.
+# The nvidia-container-cli double copies this script to /usr/bin/nvidia-smi in the
+# container, next to a file listing the GPUs the container asked for.
 # Emulates: `nvidia-smi`, `nvidia-smi -L`, and
 # `nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits]`.
 # Shell builtins only: the test image is busybox. See tests/doubles/README.md.
