@@ -30,6 +30,7 @@ import json
 import os
 import select
 import signal
+import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -259,10 +260,10 @@ def load_library(name: str, library_dirs: List[str], search_loader: bool,
 
 
 def child_probe(library: str, library_dirs: List[str], search_loader: bool, size: int,
-                environment: Dict[str, str]) -> Dict[str, Any]:
+                environment: Dict[str, str], loader: Callable[[str], Any] = ctypes.CDLL) -> Dict[str, Any]:
     """What the child runs: set the environment, load libcuda, probe."""
     os.environ.update(environment)
-    handle, path, why = load_library(library, library_dirs, search_loader)
+    handle, path, why = load_library(library, library_dirs, search_loader, loader)
     if handle is None:
         return {'library': path, 'error': {'call': 'dlopen', 'code': None, 'name': 'LIBRARY_NOT_FOUND' if path is None else 'LIBRARY_NOT_LOADED',
                                            'string': why,
@@ -306,6 +307,7 @@ def run_in_child(target: Callable[..., Dict[str, Any]], kwargs: Dict[str, Any], 
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.dup2(null, 2)
+            sys.stdout = sys.stderr = open(os.devnull, 'w')
             try:
                 payload = {'result': target(**kwargs)}
             except BaseException as e:  # pylint: disable=broad-except
