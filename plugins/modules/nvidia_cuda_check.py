@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvidia_cuda_check
 short_description: Prove that CUDA works on an NVIDIA host, with no CUDA toolkit
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Initialises CUDA through the driver API in C(libcuda.so.1) with C(ctypes), the way any CUDA program starts.
     C(cuInit), C(cuDeviceGetCount), then for every device CUDA sees its primary context

@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from ansible_collections.accel.nodes.plugins.module_utils import _cuda
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
