@@ -21,7 +21,7 @@ cache=${ACCEL_HW_CACHE:-/var/tmp/accel-hw}
 root=$cache/root
 node=accel-gpu-node
 logs=$cache/logs
-rm -rf "$logs" && mkdir -p "$cache/parts" "$out" "$logs"
+rm -rf "$logs" && mkdir -p "$cache/parts" "$out" "$logs/cuda"
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$out/summary.txt" >&2; }
 
 # -- the node root, possibly over several calls -----------------------------------
@@ -191,6 +191,10 @@ play facts-only /opt/accel-nodes/facts.yml
 
 # What a container sees, by the paths users type.
 {
+  echo "\$ nvidia-ctk cdi list"
+  in_node nvidia-ctk cdi list 2>&1 || :
+  echo "\$ grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml"
+  in_node grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml 2>&1 || :
   for args in "--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all" "--gpus all" "--gpus 1" "--gpus device=0"; do
     echo "\$ docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L"
     # shellcheck disable=SC2086
@@ -198,4 +202,10 @@ play facts-only /opt/accel-nodes/facts.yml
   done
 } >"$out/containers.txt"
 cat "$out/containers.txt" >&2
+
+# The CUDA check module on the host itself: it must pass, and fail with a clear
+# message for a GPU that does not exist and for a hidden libcuda (cuda_check.sh).
+cuda_rc=0
+PYTHONPATH=$root/opt/accel-nodes/python bash "$repo/tests/hardware/cuda_check.sh" "$logs/cuda" >"$logs/cuda/summary.txt" 2>&1 || cuda_rc=$?
+log "cuda_check.sh on the host (rc $cuda_rc): $(tr '\n' ' ' <"$logs/cuda/summary.txt" | cut -c1-600)"
 cat "$out/summary.txt"
