@@ -441,8 +441,8 @@ def test_docker_containerd_io_config_is_made_usable(run, etc, changed_lines):
     main = (etc / 'config.toml').read_text()
     assert changed_lines(text, main) == ['-disabled_plugins = ["cri"]\n', '+disabled_plugins = []\n', '+version = 2\n',
                                          '+imports = ["%s/conf.d/*.toml"]\n' % etc]
-    assert [c.split(' ', 1)[1][:20] for c in result['containerd_config_changes']] == ['had no version key, ',
-                                                                                     'disabled the CRI plu']
+    changes = [c.split(' ', 1)[1][:20] for c in result['containerd_config_changes']]
+    assert changes == ['had no version key, ', 'disabled the CRI plu']
     assert containerd_1_dump(etc)['containerd']['runtimes']['nvidia']['options']['BinaryName'] == NVIDIA
     assert ctr(run, etc)['changed'] is False
 
