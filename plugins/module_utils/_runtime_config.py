@@ -439,14 +439,16 @@ def containerd_drop_in(version, name, entry=None, default=None, cdi=None, main=N
     section = copy.deepcopy(base)
     cri = _sub_table(section, 'containerd')
     runtimes = _sub_table(cri, 'runtimes')
-    names = [n for n in owned if n in old_runtimes and n != name]
-    for n in names:
-        runtimes[n] = copy.deepcopy(old_runtimes[n])
-    if entry is not None:
-        runtimes[name] = entry
+    # Runtimes keep their order, so that registering one again rewrites nothing.
+    names = [n for n in owned if n in old_runtimes or n == name]
+    if name not in names:
         names.append(name)
-    elif name in runtimes and name not in _runtimes_of(base):
-        del runtimes[name]
+    if entry is None:
+        names.remove(name)
+        if name in runtimes and name not in _runtimes_of(base):
+            del runtimes[name]
+    for n in names:
+        runtimes[n] = entry if n == name else copy.deepcopy(old_runtimes[n])
     if not names:
         return None, []
     old_default = (old.get('containerd') or {}).get('default_runtime_name')

@@ -406,6 +406,10 @@ def test_two_runtimes_one_drop_in(run, etc, fixture_name):
     result = ctr(run, etc, name='oci-neuron', path=NEURON)
     assert {'nvidia', 'oci-neuron'} <= set(result['runtimes'])
     assert [f for f in os.listdir(etc / 'conf.d') if f.endswith('.toml')] == [DROP_IN]
+    before = settle_mtime(etc / 'conf.d' / DROP_IN)
+    assert ctr(run, etc)['changed'] is False
+    assert ctr(run, etc, name='oci-neuron', path=NEURON)['changed'] is False
+    assert (etc / 'conf.d' / DROP_IN).read_bytes() == before
 
 
 def test_two_runtimes_on_containerd_1_are_both_what_it_loads(run, etc):
