@@ -276,7 +276,11 @@ ansible_facts:
             containerd:
               description:
                 - C(config_files) read (C(/etc/containerd/config.toml) and the drop-ins it imports),
-                  the C(runtimes) they register and the C(default_runtime) they set.
+                  the C(runtimes) they register and the C(default_runtime) they set, in the config
+                  containerd builds from them.
+                - Unless a file has config version 3 or later (containerd 2.x), each file's CRI plugin
+                  section replaces the earlier ones, as containerd 1.x merges imports; runtimes that only
+                  containerd 2.x would keep are named in RV(ansible_facts.accelerators.problems).
               type: dict
               sample: {config_files: [/etc/containerd/config.toml], runtimes: [nvidia, runc], default_runtime: runc}
             cdi_specs:
