@@ -179,3 +179,218 @@ def test_nvidia_driver_branch_comment_names_the_branch_designations():
     assert re.search(r'Production Branch is 595', comment)
     assert 'current production branch' not in comment
     assert _load('nvidia_driver', 'defaults', 'main.yml')['nvidia_driver_branch'] == '580'
+
+
+# docker. Docker's install guides (docs.docker.com/engine/install/{ubuntu,debian,rhel,centos}):
+# the apt repository https://download.docker.com/linux/<ubuntu|debian>, the RPM one
+# https://download.docker.com/linux/<rhel|centos>/$releasever/$basearch/<channel>, and
+# the packages docker-ce, docker-ce-cli, containerd.io. RHEL rebuilds use the centos
+# repository. Amazon Linux 2023 ships docker and containerd itself, and Docker
+# publishes no repository for it.
+DOCKER_CE_DISTRO = {'Ubuntu': 'ubuntu', 'Debian': 'debian', 'RedHat': 'rhel', 'Rocky': 'centos', 'AlmaLinux': 'centos'}
+
+
+@_cases('docker')
+def test_docker(facts):
+    t = render('docker', facts)
+    packages = value(t, '__docker_packages')
+    if facts['distribution'] == 'Amazon':
+        assert packages == {'distro': {'docker': ['docker'], 'containerd': ['containerd']}, 'docker_ce': {}}
+        return
+    assert packages['docker_ce'] == {'docker': ['docker-ce', 'docker-ce-cli', 'containerd.io'], 'containerd': ['containerd.io']}
+    assert value(t, '__docker_ce_url') == 'https://download.docker.com/linux/' + DOCKER_CE_DISTRO[facts['distribution']]
+    if facts['os_family'] == 'Debian':  # Debian's and Ubuntu's own packages
+        assert packages['distro'] == {'docker': ['docker.io'], 'containerd': ['containerd']}
+    else:  # RHEL ships Podman, not Docker
+        assert packages['distro'] == {}
+
+
+# nvidia_container_toolkit. NVIDIA's install guide (docs.nvidia.com/datacenter/cloud-native/
+# container-toolkit/latest/install-guide.html): apt source
+# https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /, dnf repository
+# https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch, and the packages
+# nvidia-container-toolkit, nvidia-container-toolkit-base, libnvidia-container-tools,
+# libnvidia-container1 at one version.
+@_cases('nvidia_container_toolkit')
+def test_nvidia_container_toolkit(facts):
+    t = render('nvidia_container_toolkit', facts)
+    url = value(t, "nvidia_container_toolkit_repo_url ~ '/' ~ nvidia_container_toolkit_repo_channel ~ '/' ~ __nvidia_container_toolkit_repo_path")
+    apt = facts['os_family'] == 'Debian'
+    assert url == 'https://nvidia.github.io/libnvidia-container/stable/' + ('deb/$(ARCH)' if apt else 'rpm/$basearch')
+    version = value(t, 'nvidia_container_toolkit_version')
+    assert value(t, '__nvidia_container_toolkit_pinned') == [
+        '%s%s%s' % (p, '=' if apt else '-', version)
+        for p in ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools', 'libnvidia-container1']]
+
+
+# neuron_driver. AWS's Neuron setup guides: apt source
+# "deb https://apt.repos.neuron.amazonaws.com ${VERSION_CODENAME} main", dnf baseurl
+# https://yum.repos.neuron.amazonaws.com, both signed by GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB.
+def _neuron_driver(facts, kernel=None, **extra):
+    facts = dict(facts, kernel=kernel or facts['kernel'])
+    variables = {'neuron_driver_target_kernel': facts['kernel']}
+    variables.update(extra)
+    t = render('neuron_driver', facts, **variables)
+    repo = value(t, "(neuron_driver_repo_url if neuron_driver_repo_url | length > 0 else __neuron_driver_repo_url) | regex_replace('/+$', '')")
+    return t, repo
+
+
+@_cases('neuron_driver')
+def test_neuron_driver_repository(facts):
+    t, repo = _neuron_driver(facts)
+    apt = facts['os_family'] == 'Debian'
+    assert repo == ('https://apt.repos.neuron.amazonaws.com' if apt else 'https://yum.repos.neuron.amazonaws.com')
+    if apt:
+        suite = value(t, "neuron_driver_repo_suite if neuron_driver_repo_suite | length > 0 else ansible_facts.distribution_release")
+        assert suite == facts['distribution_release']
+
+
+# The headers package of the running kernel: linux-headers-<kernel> on Debian and Ubuntu,
+# kernel-devel-<kernel> on EL, and on AL2023 the package of the kernel's series, as the
+# EKS AMI's install-neuron-driver.sh does (KERNEL_PACKAGE=kernel6.12 on a 6.12 kernel).
+@pytest.mark.parametrize('facts, kernel, headers', [
+    (host('Ubuntu', '22.04', 'Debian', 'jammy'), '6.8.0-1024-aws', 'linux-headers-6.8.0-1024-aws'),
+    (host('Debian', '12.8', 'Debian', 'bookworm'), '6.1.0-28-cloud-amd64', 'linux-headers-6.1.0-28-cloud-amd64'),
+    (host('Rocky', '9.4', 'RedHat'), '5.14.0-427.13.1.el9_4.x86_64', 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.1.102-108.177.amzn2023.x86_64', 'kernel-devel-6.1.102-108.177.amzn2023.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.12.40-63.114.amzn2023.x86_64', 'kernel6.12-devel-6.12.40-63.114.amzn2023.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.18.2-10.45.amzn2023.x86_64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.x86_64'),
+], ids=['ubuntu', 'debian', 'rocky', 'al2023-6.1', 'al2023-6.12', 'al2023-6.18'])
+def test_neuron_driver_headers(facts, kernel, headers):
+    t, _repo = _neuron_driver(facts, kernel)
+    assert value(t, '__neuron_driver_headers_package') == headers
+
+
+# apt matches a pin against the whole Debian version, and the Neuron apt repository
+# versions aws-neuronx-runtime-lib and aws-neuronx-collectives with a build hash
+# (aws-neuronx-runtime-lib_2.31.24.0-0b044f4ce_amd64.deb). AWS's own Neuron containers
+# pin them as name=2.21.41.0*. dnf keeps the hash in the release, outside name-version.
+PACKAGES = [{'name': 'aws-neuronx-dkms', 'version': '2.24.*'}, {'name': 'aws-neuronx-tools', 'version': '2.29.18.0'},
+            {'name': 'aws-neuronx-runtime-lib', 'version': '2.31.24.0'}]
+
+
+@_cases('neuron_driver')
+def test_neuron_driver_pins_match_hashed_versions(facts):
+    t, _repo = _neuron_driver(facts, neuron_driver_packages=PACKAGES)
+    specs = value(t, '__neuron_driver_package_specs')
+    if facts['os_family'] == 'Debian':
+        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
+        import fnmatch
+        assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
+    else:
+        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.29.18.0', 'aws-neuronx-runtime-lib-2.31.24.0']
+
+
+def test_neuron_driver_leaves_the_inf1_hook_package_alone():
+    """AWS's OCI hook tutorial installs aws-neuron-runtime-base on Inf1; the container
+    runtime role owns it, so the driver role must not remove it as legacy."""
+    legacy = _load('neuron_driver', 'defaults', 'main.yml')['neuron_driver_legacy_packages']
+    assert 'aws-neuron-runtime-base' not in legacy
+    assert _load('neuron_container_runtime', 'vars', 'main.yml')['__neuron_container_runtime_inf1_hook_package'] not in legacy
+    assert {'aws-neuron-dkms', 'aws-neuron-tools', 'aws-neuron-runtime'} <= set(legacy)
+
+
+# neuron_container_runtime. AWS's "Tutorial Docker Neuron OCI Hook Setup": Inf1 installs
+# aws-neuron-runtime-base, Inf2 and Trn1 aws-neuronx-oci-hook.
+def _hook(facts, instance_type='', pci_ids=(), **extra):
+    accelerators = {'ec2': {'instance_type': instance_type},
+                    'neuron': {'devices': [{'pci_device_id': p} for p in pci_ids]}}
+    t = render('neuron_container_runtime', dict(facts, accelerators=accelerators), **extra)
+    task = _load('neuron_container_runtime', 'tasks', 'hook-package.yml')[1]
+    local = Templar(loader=DataLoader(), variables=dict(t.available_variables, **task['vars']))
+    decided = local.template(task['ansible.builtin.set_fact'])
+    spec = Templar(loader=DataLoader(), variables=dict(t.available_variables, **decided)).template(
+        trust_as_template('{{ __neuron_container_runtime_hook_spec }}'))
+    return decided, spec
+
+
+@_cases('neuron_container_runtime')
+@pytest.mark.parametrize('instance_type, pci_ids, package, version', [
+    ('inf1.6xlarge', (), 'aws-neuron-runtime-base', '1.*'),
+    ('', ('0x7064',), 'aws-neuron-runtime-base', '1.*'),  # Inferentia by PCI id, no instance type
+    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.15.13.0'),
+    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.15.13.0'),
+])
+def test_neuron_container_runtime_hook_package(facts, instance_type, pci_ids, package, version):
+    decided, spec = _hook(facts, instance_type, pci_ids)
+    assert decided['neuron_container_runtime_hook_package'] == package
+    assert decided['neuron_container_runtime_hook_version'] == version
+    apt = facts['os_family'] == 'Debian'
+    glob_ = '' if version.endswith('*') or not apt else '*'
+    assert spec == package + ('=' if apt else '-') + version + glob_
+
+
+def test_neuron_container_runtime_hook_package_override():
+    decided, _spec = _hook(host('Ubuntu', '22.04', 'Debian', 'jammy'), 'inf1.xlarge',
+                           neuron_container_runtime_oci_hook_package='aws-neuronx-oci-hook')
+    assert decided['neuron_container_runtime_hook_package'] == 'aws-neuronx-oci-hook'
+    assert decided['neuron_container_runtime_hook_version'] == '2.15.13.0'
+
+
+# oci_add_hooks: only Amazon Linux ships an oci-add-hooks package; elsewhere it is built.
+@_cases('oci_add_hooks')
+def test_oci_add_hooks_method(facts):
+    t = render('oci_add_hooks', facts)
+    packaged = facts['distribution'] in value(t, '__oci_add_hooks_package_distributions')
+    assert packaged == (facts['distribution'] == 'Amazon')
+
+
+# Holds on dnf. community.general.dnf_versionlock drives dnf's versionlock plugin, its
+# documented requirement, which no minimal EL9 or AL2023 install carries: the package
+# python3-dnf-plugin-versionlock of dnf-plugins-core.
+def _tasks(role):
+    for path in sorted(glob.glob(os.path.join(ROLES, role, 'tasks', '*.yml'))):
+        with open(path) as f:
+            yield os.path.basename(path), f.read()
+
+
+@pytest.mark.parametrize('role', ALL_ROLES)
+def test_dnf_holds_install_the_versionlock_plugin(role):
+    locking = [name for name, text in _tasks(role) if 'community.general.dnf_versionlock:' in text]
+    if not locking:
+        return
+    var = '__%s_versionlock_package' % role
+    assert _load(role, 'vars', 'RedHat.yml').get(var) == 'python3-dnf-plugin-versionlock', role
+    installs = [name for name, text in _tasks(role)
+                if re.search(r'ansible\.builtin\.dnf:\n\s+name: "\{\{ %s \}\}"' % var, text)]
+    assert installs, '%s locks packages with dnf but never installs %s' % (role, var)
+    for name, text in _tasks(role):
+        # every lock that may run before the plugin is installed is guarded by it
+        for block in re.split(r'\n(?=- name:|    - name:)', text):
+            if 'community.general.dnf_versionlock:' in block and "state: absent" in block and name not in installs:
+                assert var in block, '%s %s releases locks without checking for the plugin' % (role, name)
+
+
+def test_offline_example_keeps_the_neuron_driver_off_the_internet():
+    """aws-neuronx-dkms's preinstall runs update-pciids (aws-neuron/aws-neuron-driver, file
+    preinstall), which needs the internet: the air-gap example turns it off, with an
+    option the role declares."""
+    path = os.path.join(ROLES, '..', 'examples', 'group_vars', 'offline_mirror.yml')
+    with open(path) as f:
+        offline = yaml.safe_load(f)
+    assert offline['neuron_driver_update_pciids'] is False
+    options = {}
+    for role in ALL_ROLES:
+        options.update(_load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options'])
+    assert not [k for k in offline if k not in options]
+    assert options['neuron_driver_update_pciids']['default'] is True
+
+
+# apt runs maintainer scripts with PATH = DPkg::Path ("/usr/sbin:/usr/bin:/sbin:/bin" by
+# default, apt.conf(5)); rpm runs scriptlets with PATH = %_install_script_path
+# ("/sbin:/bin:/usr/sbin:/usr/bin"). The no-op update-pciids in /usr/local/sbin is found
+# by the driver's preinstall only when the role puts /usr/local/sbin first there.
+@_cases('neuron_driver')
+def test_neuron_driver_offline_package_scripts_find_the_no_op_first(facts):
+    t, _repo = _neuron_driver(facts)
+    content = value(t, '__neuron_driver_script_path_content')
+    shim = value(t, '__neuron_driver_update_pciids_shim')
+    if facts['os_family'] == 'Debian':
+        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/apt/apt.conf.d/')
+        path = re.search(r'^DPkg::Path "([^"]+)";$', content, re.M).group(1)
+    else:
+        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/rpm/macros.')
+        path = re.search(r'^%_install_script_path (\S+)$', content, re.M).group(1)
+    dirs = path.split(':')
+    assert dirs[0] == os.path.dirname(shim) == '/usr/local/sbin'
+    assert {'/usr/sbin', '/usr/bin', '/sbin', '/bin'} <= set(dirs)
