@@ -59,7 +59,7 @@ def os_vars_files(facts):
     return [family, found[0]]
 
 
-def render(facts, decision=None, **overrides):
+def render(facts, decision=None, kernel=KERNEL, **overrides):
     """A templar over the role's variables for a host with these facts."""
     variables = {}
     variables.update(_load('defaults', 'main.yml'))
@@ -69,10 +69,10 @@ def render(facts, decision=None, **overrides):
     for name in files:
         variables.update(_load('vars', name))
     variables.update(_trusted(overrides))
-    variables['ansible_facts'] = dict(facts, kernel=KERNEL)
+    variables['ansible_facts'] = dict(facts, kernel=kernel)
     variables['ansible_check_mode'] = False
     variables['nvidia_driver_decision'] = dict({
-        'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': KERNEL,
+        'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': kernel,
     }, **(decision or {}))
     return Templar(loader=DataLoader(), variables=variables)
 
@@ -97,9 +97,7 @@ SUPPORTED = [
     (host('Ubuntu', '22.04', 'Debian'), 'ubuntu2204', 'apt', 'linux-headers-' + KERNEL),
     (host('Ubuntu', '24.04', 'Debian'), 'ubuntu2404', 'apt', 'linux-headers-' + KERNEL),
     (host('Debian', '12.8', 'Debian'), 'debian12', 'apt', 'linux-headers-' + KERNEL),
-    (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel-devel-' + KERNEL),
-    (host('RedHat', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
-    (host('Rocky', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel6.8-devel-' + KERNEL),
     (host('RedHat', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
     (host('Rocky', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
     (host('AlmaLinux', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
@@ -201,9 +199,31 @@ def test_default_fingerprints_are_both_cuda_keys():
     ]
 
 
+# AL2023 ships its 6.1 kernel as the package "kernel" and each newer series as a
+# package of its own (kernel6.12, kernel6.18), headers included: the EKS AMI's
+# install-neuron-driver.sh installs "${KERNEL_PACKAGE}-devel" with
+# KERNEL_PACKAGE=kernel6.12 on a 6.12 kernel.
+@pytest.mark.parametrize('kernel, headers', [
+    ('6.1.102-108.177.amzn2023.x86_64', 'kernel-devel-6.1.102-108.177.amzn2023.x86_64'),
+    ('6.12.40-63.114.amzn2023.x86_64', 'kernel6.12-devel-6.12.40-63.114.amzn2023.x86_64'),
+    ('6.18.2-10.45.amzn2023.aarch64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.aarch64'),
+])
+def test_amazon_linux_2023_headers_follow_the_kernel_series(kernel, headers):
+    t = render(host('Amazon', '2023', 'RedHat'), kernel=kernel)
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == headers
+    assert value(t, '__nvidia_driver_required_packages')[0] == headers
+
+
+def test_rhel_headers_stay_kernel_devel():
+    t = render(host('Rocky', '9.4', 'RedHat'), kernel='5.14.0-427.13.1.el9_4.x86_64')
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'
+
+
 @pytest.mark.parametrize('facts', [
     host('Ubuntu', '26.04', 'Debian'), host('Debian', '13.1', 'Debian'), host('Amazon', '2', 'RedHat'),
     host('RedHat', '10.0', 'RedHat'), host('SLES', '15.6', 'Suse'),
+    # ansible-core 2.17 and later cannot manage EL8's platform Python 3.6.
+    host('RedHat', '8.10', 'RedHat'), host('Rocky', '8.10', 'RedHat'),
 ])
 def test_unsupported_os_has_no_vars(facts):
     assert os_vars_files(facts) is None
