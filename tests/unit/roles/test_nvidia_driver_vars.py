@@ -232,7 +232,10 @@ def test_unsupported_os_has_no_vars(facts):
 @pytest.mark.parametrize('name, matches', [
     ('cuda-drivers', True), ('nvidia-driver-pinning-580', True), ('nvidia-kernel-dkms', True),
     ('libnvidia-compute-580', True), ('libcuda1', True), ('nvidia-persistenced', True),
-    ('nvidia-container-toolkit', False), ('libnvidia-container1', False), ('nvidia-fabricmanager-580', False),
+    ('nvidia-container-toolkit', False), ('libnvidia-container1', False),
+    # Fabric Manager and NVLSM move with the driver: held with it, removed with it.
+    ('nvidia-fabricmanager-580', True), ('nvidia-fabricmanager', True), ('nvlsm', True),
+    ('nvidia-fabricmanager-dev-580', False), ('libibumad3', False), ('infiniband-diags', False),
     ('nvidia-cuda-toolkit', False), ('linux-headers-6.1.0-28-amd64', False), ('dkms', False),
 ])
 def test_owned_packages_on_apt(name, matches):
@@ -248,11 +251,11 @@ def _gpu(name, cc):
     return {'name': name, 'compute_capability': cc, 'pci_bus_id': '0000:00:1e.0'}
 
 
-def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=()):
+def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=(), nvswitch=None):
     return {
         'schema_version': 1,
         'vendors': vendors if vendors is not None else (['nvidia'] if gpus else []),
-        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus)},
+        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus), 'nvswitch': nvswitch},
         'ec2': {'instance_type': instance_type, 'expected': expected},
         'problems': list(problems),
     }
@@ -344,3 +347,67 @@ def test_injected_plain_variable():
     d = Templar(loader=DataLoader(), variables=variables).template(
         task['ansible.builtin.set_fact']['nvidia_driver_decision'])
     assert d['present'] and d['volta']
+
+
+
+# Fabric Manager on NVSwitch systems.
+
+P5_SWITCHES = {'present': True, 'generation': 3, 'source': 'pci', 'devices': ['0000:07:00.0']}
+P6_BRIDGE = {'present': True, 'generation': 4, 'source': 'pci', 'devices': ['0000:03:00.0']}
+B200_EXPECTED = {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}
+
+
+@pytest.mark.parametrize('nvswitch, setting, fabric_manager, nvlsm', [
+    (P5_SWITCHES, 'auto', True, False),
+    (P6_BRIDGE, 'auto', True, True),
+    ({'present': False, 'generation': None, 'source': 'pci', 'devices': []}, 'auto', False, False),
+    (None, 'auto', False, False),            # facts from before nvidia.nvswitch existed
+    (None, 'always', True, False),
+    (P5_SWITCHES, 'never', False, False),
+])
+def test_fabric_manager_decision(nvswitch, setting, fabric_manager, nvlsm):
+    d = decide(_facts([H100] * 8, nvswitch=nvswitch), nvidia_driver_fabric_manager=setting)
+    assert d['fabric_manager'] == fabric_manager and d['nvlsm'] == nvlsm
+
+
+def test_baking_for_a_p6_b200_is_blackwell_and_gets_nvlsm():
+    d = decide(_facts(expected=B200_EXPECTED, instance_type='p6-b200.48xlarge',
+                      nvswitch={'present': True, 'generation': 4, 'source': 'ec2', 'devices': []}),
+               nvidia_driver_manage_service=False)
+    assert d['blackwell'] and d['kernel_module'] == 'open' and d['fabric_manager'] and d['nvlsm']
+
+
+@pytest.mark.parametrize('facts, manager', [(f, m) for f, _d, m, _h in SUPPORTED], ids=IDS)
+@pytest.mark.parametrize('branch, version, nvlsm', [('580', '580.95.05', False), ('570', '570.172.08', True)])
+def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
+    t = render(facts, {'branch': branch, 'nvlsm': nvlsm}, nvidia_driver_fabric_manager_version=version)
+    if manager == 'apt':
+        name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabricmanager-' + branch
+        install = name + '=' + version + '-*'
+        extra = ['libibumad3', 'infiniband-diags', 'nvlsm']
+    else:
+        name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabric-manager'
+        install = name + '-' + version
+        extra = ['libibumad', 'infiniband-diags', 'nvlsm']
+    assert value(t, '__nvidia_driver_fabric_manager_packages') == [name] + (extra if nvlsm else [])
+    assert value(t, '__nvidia_driver_fabric_manager_install') == [install] + (extra if nvlsm else [])
+
+
+DKMS_STATUS = 'nvidia-current/580.95.05, %s, x86_64: installed\nnvidia-current/570.172.08, %s, x86_64: installed\n' % (
+    KERNEL, KERNEL)
+
+
+@pytest.mark.parametrize('decision, overrides, version', [
+    ({'satisfied': True, 'loaded_version': '580.159.04'}, {}, '580.159.04'),
+    ({'satisfied': False, 'loaded_version': None}, {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '580.95.05'),
+    ({'satisfied': False, 'loaded_version': None, 'branch': '570'},
+     {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '570.172.08'),
+    # After dkms autoinstall the recheck is what counts.
+    ({'satisfied': False, 'loaded_version': None},
+     {'nvidia_driver_dkms_status': {'stdout': ''}, 'nvidia_driver_dkms_recheck': {'stdout': DKMS_STATUS}}, '580.95.05'),
+    ({'satisfied': False, 'loaded_version': '570.172.08'}, {'nvidia_driver_version': '580.105.08'}, '580.105.08'),
+    ({'satisfied': False, 'loaded_version': None}, {}, ''),   # check mode before the install: unknown
+])
+def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
+    t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)
+    assert value(t, '__nvidia_driver_fabric_manager_driver_version') == version
