@@ -265,8 +265,10 @@ def judge_uvm(before: bool, after: bool, probed: bool) -> Dict[str, Any]:
                       'after boot had none' % UVM, measured)
     if after:
         return _check('nvidia_uvm', 'pass', '%s exists' % UVM, measured)
-    return _check('nvidia_uvm', 'fail', '%s is missing, so CUDA in containers fails: load the nvidia-uvm kernel module (modprobe nvidia-uvm); '
-                  'CUDA creates the node when it initialises on the host (nvidia-modprobe)' % UVM, measured)
+    # nvidia-modprobe(1): the driver's user-space components run it to load the
+    # modules and create their device files; -u (--unified-memory) is nvidia-uvm.
+    return _check('nvidia_uvm', 'fail', '%s is missing, so CUDA in containers fails: load the nvidia-uvm kernel module and create its '
+                  'device file: nvidia-modprobe -u -c=0' % UVM, measured)
 
 
 def judge_persistence(gpus: Optional[List[Dict[str, Any]]], smi_error: Optional[str], expected: bool) -> Dict[str, Any]:
