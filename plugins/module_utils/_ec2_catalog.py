@@ -8,10 +8,12 @@
 
 """What each EC2 accelerator instance type promises, and how a host measures up.
 
-Sources (checked 2026-11): the EC2 accelerated computing pages, the AWS Batch
-GPU jobs table, and the AWS Neuron architecture pages for Inf1, Inf2 and
-Trn1/Trn1n. Memory is per GPU in MiB as EC2 lists it (GiB x 1024); the P5e's
-H200 is listed as 141 GB.
+Sources (checked 2026-11): the EC2 accelerated computing pages
+(https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html), the AWS Batch
+GPU jobs table (https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html),
+and the AWS Neuron architecture pages for Inf1, Inf2, Trn1/Trn1n and Trn2.
+Memory is per GPU in MiB as EC2 lists it (GiB x 1024); the P5e's H200 is
+listed as 141 GB, the P6-B200's B200 as 180 GB (1,440 GB for eight).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ MEMORY_TOLERANCE = 0.10
 _T4 = ('nvidia', 'T4', 16384)
 _A10G = ('nvidia', 'A10G', 24576)
 _V100 = ('nvidia', 'V100', 16384)
+# G6: NVIDIA L4, 24 GiB each; G6e: NVIDIA L40S, 48 GiB each (EC2 G6 and G6e pages,
+# AWS Batch GPU jobs table).
+_L4 = ('nvidia', 'L4', 24576)
+_L40S = ('nvidia', 'L40S', 49152)
 
 # instance type: (vendor, model, memory_mib_each, count) for GPUs,
 #                (vendor, devices, cores) for Neuron.
@@ -49,9 +55,28 @@ CATALOG = {
     'g5.48xlarge': _A10G + (8,),
     'p4d.24xlarge': ('nvidia', 'A100', 40960, 8),
     'p4de.24xlarge': ('nvidia', 'A100', 81920, 8),
+    'g6.xlarge': _L4 + (1,),
+    'g6.2xlarge': _L4 + (1,),
+    'g6.4xlarge': _L4 + (1,),
+    'g6.8xlarge': _L4 + (1,),
+    'g6.16xlarge': _L4 + (1,),
+    'g6.12xlarge': _L4 + (4,),
+    'g6.24xlarge': _L4 + (4,),
+    'g6.48xlarge': _L4 + (8,),
+    'g6e.xlarge': _L40S + (1,),
+    'g6e.2xlarge': _L40S + (1,),
+    'g6e.4xlarge': _L40S + (1,),
+    'g6e.8xlarge': _L40S + (1,),
+    'g6e.16xlarge': _L40S + (1,),
+    'g6e.12xlarge': _L40S + (4,),
+    'g6e.24xlarge': _L40S + (4,),
+    'g6e.48xlarge': _L40S + (8,),
+    # p5.4xlarge is the single-H100 size of P5 (no NVSwitch: one GPU).
+    'p5.4xlarge': ('nvidia', 'H100', 81920, 1),
     'p5.48xlarge': ('nvidia', 'H100', 81920, 8),
     'p5e.48xlarge': ('nvidia', 'H200', 144384, 8),
     'p5en.48xlarge': ('nvidia', 'H200', 144384, 8),
+    'p6-b200.48xlarge': ('nvidia', 'B200', 184320, 8),
     'inf1.xlarge': ('neuron', 1, 4),
     'inf1.2xlarge': ('neuron', 1, 4),
     'inf1.6xlarge': ('neuron', 4, 16),
@@ -63,6 +88,24 @@ CATALOG = {
     'trn1.2xlarge': ('neuron', 1, 2),
     'trn1.32xlarge': ('neuron', 16, 32),
     'trn1n.32xlarge': ('neuron', 16, 32),
+    # Trn2 (and its UltraServer nodes, Trn2u): 16 Trainium2 devices of eight
+    # physical NeuronCore-v3 each. The default logical NeuronCore configuration
+    # (LNC=2) pairs them, so a healthy host reports 64; 64 is the floor compared.
+    'trn2.48xlarge': ('neuron', 16, 64),
+    'trn2u.48xlarge': ('neuron', 16, 64),
+}
+
+# Instance types built on an HGX baseboard whose GPUs talk through NVSwitch,
+# with the NVSwitch generation of the NVIDIA Fabric Manager User Guide: HGX
+# A100 (P4d, P4de) has the second generation, HGX H100/H200 (P5, P5e, P5en)
+# the third, HGX B200 (P6-B200) the fourth. p5.4xlarge has one GPU and no fabric.
+NVSWITCH_GENERATION = {
+    'p4d.24xlarge': 2,
+    'p4de.24xlarge': 2,
+    'p5.48xlarge': 3,
+    'p5e.48xlarge': 3,
+    'p5en.48xlarge': 3,
+    'p6-b200.48xlarge': 4,
 }
 
 
@@ -74,6 +117,11 @@ def expected(instance_type):
     if entry[0] == 'nvidia':
         return {'vendor': 'nvidia', 'model': entry[1], 'count': entry[3], 'memory_mib_each': entry[2]}
     return {'vendor': 'neuron', 'devices': entry[1], 'cores': entry[2]}
+
+
+def nvswitch_generation(instance_type):
+    """The NVSwitch generation the instance type's baseboard carries, or None."""
+    return NVSWITCH_GENERATION.get((instance_type or '').strip().lower())
 
 
 def _compare_gpus(instance_type, want, gpus, where):

@@ -34,6 +34,10 @@ PROC_GPUS = '/proc/driver/nvidia/gpus'
 # nvidia-smi's XML carries no compute capability (the 580 driver's v13 schema
 # does not either), so it comes from the PCI device id. Extend this table when
 # a new GPU reaches our fleet; an unknown id gives null, never a guess.
+# Device ids: supported-gpus.json of the 580.82.07 driver (as the EKS AMI's
+# nvidia-open-supported-devices-580.txt lists it); compute capabilities:
+# https://developer.nvidia.com/cuda-gpus (10.0 B200/GB200, 10.3 B300/GB300,
+# 9.0 H100/H200, 8.9 L4/L40S) and /cuda-legacy-gpus (7.0 V100).
 COMPUTE_CAPABILITY = {
     '0x102d': '3.7',  # Tesla K80 (P2)
     '0x13f2': '5.2',  # Tesla M60 (G3)
@@ -54,6 +58,10 @@ COMPUTE_CAPABILITY = {
     '0x2330': '9.0',  # H100 SXM5 80GB (P5)
     '0x2331': '9.0',  # H100 PCIe
     '0x2335': '9.0',  # H200 SXM 141GB (P5e, P5en)
+    '0x2901': '10.0',  # B200 (P6-B200)
+    '0x2941': '10.0',  # GB200 (P6e-GB200)
+    '0x3182': '10.3',  # B300 SXM6 AC (P6-B300)
+    '0x31c2': '10.3',  # GB300
 }
 
 # How nvidia-smi spells "no value".

@@ -18,6 +18,20 @@ PCI_DEVICES = '/sys/bus/pci/devices'
 
 NVIDIA_VENDOR = '0x10de'
 AMAZON_VENDOR = '0x1d0f'
+MELLANOX_VENDOR = '0x15b3'
+
+# The NVIDIA driver claims every NVIDIA device of class 0x0680 ("bridge, other")
+# as an NVSwitch: nvswitch_pci_table in kernel-open/nvidia/linux_nvswitch.c of
+# NVIDIA/open-gpu-kernel-modules (vendor 0x10de, any device, class
+# PCI_CLASS_BRIDGE_OTHER << 8). pci.ids names them "GA100 [A100 NVSwitch]" (1af1)
+# and "GH100 [H100 NVSwitch]" (22a3).
+NVSWITCH_CLASS = '0x0680'
+# Fourth-generation NVSwitches (HGX B200) are not PCI devices of the host: the
+# host reaches them through ConnectX-7 bridges whose VPD carries the SW_MNG
+# keyword. nvidia-fabricmanager-start.sh (in NVIDIA's Fabric Manager package)
+# looks for it to choose its NVLSM path, and so does the EKS AMI's
+# nvidia-fabricmanager-condition.sh.
+NVSWITCH_MANAGEMENT_VPD = 'SW_MNG'
 
 # VGA compatible (0x0300xx) and 3D controllers (0x0302xx). NVSwitches are
 # bridges (0x0680xx); the HDMI audio and USB functions of a GPU have classes of
@@ -110,3 +124,34 @@ def scan(root):
         })
     found.sort(key=lambda d: bus_id_key(d['pci_bus_id']))
     return found
+
+
+def scan_fabric(root):
+    """NVSwitch fabric devices on the PCI bus under root.
+
+    Returns None when there is no PCI sysfs to read, else a dict of sorted bus
+    id lists: nvswitches (NVIDIA bridges of class 0x0680, HGX A100/H100/H200)
+    and management_bridges (Mellanox devices whose VPD names SW_MNG, HGX B200).
+    """
+    names = _rootfs.list_dir(root, PCI_DEVICES)
+    if names is None:
+        return None
+    nvswitches = []
+    bridges = []
+    for name in names:
+        bus_id = normalise_bus_id(name)
+        if bus_id is None:
+            continue
+        base = PCI_DEVICES + '/' + name
+        vendor = _rootfs.read_value(root, base + '/vendor')
+        if vendor == NVIDIA_VENDOR:
+            if (_rootfs.read_value(root, base + '/class') or '').startswith(NVSWITCH_CLASS):
+                nvswitches.append(bus_id)
+        elif vendor == MELLANOX_VENDOR:
+            # vpd is binary and readable by root only; unreadable counts as absent.
+            if NVSWITCH_MANAGEMENT_VPD in (_rootfs.read_text(root, base + '/vpd') or ''):
+                bridges.append(bus_id)
+    return {
+        'nvswitches': sorted(nvswitches, key=bus_id_key),
+        'management_bridges': sorted(bridges, key=bus_id_key),
+    }

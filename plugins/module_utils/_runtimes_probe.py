@@ -59,23 +59,20 @@ def _host_path(root, path):
     return '/' + os.path.relpath(path, root)
 
 
-def _default_runtime(data, plugins):
-    for plugin in plugins:
-        section = ((data.get('plugins') or {}).get(plugin) or {}).get('containerd') or {}
-        name = section.get('default_runtime_name') if isinstance(section, dict) else None
-        if isinstance(name, str) and name:
-            return name
-    return None
-
-
 def containerd(root):
-    """(facts, problems) for containerd's config.toml and the drop-ins it imports."""
+    """(facts, problems) for containerd's config.toml and the drop-ins it imports.
+
+    The runtimes and the default are those of the config containerd builds:
+    where containerd 1.x may read it (no file of version 3 or later), each
+    imported file's CRI plugin section replaces the earlier ones, as in
+    containerd 1.x's mergeConfig; runtimes that only containerd 2.x's key by
+    key merge would keep are named in a problem.
+    """
     facts = {'config_files': [], 'runtimes': [], 'default_runtime': None}
     main_text = _rootfs.read_text(root, CONTAINERD_CONFIG)
     if main_text is None:
         return facts, []
     runtime_config, toml = _config_readers()
-    plugins = sorted(set(runtime_config.CRI_RUNTIME_PLUGIN.values()))
     problems = []
 
     def load(path, text):
@@ -97,14 +94,19 @@ def containerd(root):
             pattern = os.path.dirname(CONTAINERD_CONFIG) + '/' + pattern
         files.extend(_host_path(root, path) for path in sorted(glob.glob(_rootfs.join(root, pattern))))
 
-    runtimes = set(runtime_config.containerd_runtimes(main))
-    default = _default_runtime(main, plugins)
-    for path in files[1:]:
-        data = load(path, _rootfs.read_text(root, path) or '')
-        runtimes.update(runtime_config.containerd_runtimes(data))
-        # Imports are merged over the main file, so the last setting wins.
-        default = _default_runtime(data, plugins) or default
-    facts.update(config_files=files, runtimes=sorted(runtimes), default_runtime=default)
+    configs = [main] + [load(path, _rootfs.read_text(root, path) or '') for path in files[1:]]
+    effective = runtime_config.containerd_effective(configs)
+    runtimes = runtime_config.containerd_runtimes(effective)
+    if runtime_config.containerd_sections_replaced(configs):
+        merged = runtime_config.containerd_runtimes(runtime_config.containerd_effective(configs, major=2))
+        lost = sorted(set(merged) - set(runtimes))
+        if lost:
+            problems.append(
+                'containerd 1.x keeps the CRI plugin section of the last of %s that sets it, so it does not register '
+                '%s (imports replace whole plugin sections there; containerd 2.x merges them): put every runtime '
+                'in one file' % (', '.join(files), ', '.join(lost)))
+    facts.update(config_files=files, runtimes=sorted(runtimes),
+                 default_runtime=runtime_config.containerd_default_runtime(effective))
 
     ignored = [
         CONTAINERD_DROP_IN_DIR + '/' + name

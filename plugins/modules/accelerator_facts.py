@@ -75,6 +75,15 @@ options:
       - The EC2 instance type to compare the host against, instead of the one DMI or the
         metadata service reports. Use it when baking an AMI on a build host of another type.
     type: str
+  nvswitch:
+    description:
+      - Whether the host manages an NVSwitch fabric (and so needs NVIDIA Fabric Manager),
+        instead of what the PCI bus and the EC2 catalog say.
+      - Unset, NVIDIA bridges of class C(0x0680) on the PCI bus (the NVSwitches of HGX A100,
+        H100 and H200) or ConnectX bridges whose VPD names C(SW_MNG) (the NVSwitch management
+        bridges of HGX B200) decide; where the bus shows no GPU or was not read, the EC2
+        catalog does (P4d, P4de, P5, P5e, P5en, P6-B200).
+    type: bool
   imds_timeout:
     description:
       - Seconds the whole IMDSv2 exchange (token, then instance type) may take.
@@ -209,6 +218,16 @@ ansible_facts:
                 numa_node:
                   description: NUMA node of the GPU; null when sysfs says -1.
                   type: int
+            nvswitch:
+              description:
+                - Whether the host manages an NVSwitch fabric, on which CUDA waits for NVIDIA Fabric Manager.
+                - C(present) is V(false) on GB200/GB300 hosts, whose switch trays manage the fabric.
+                - C(generation) is the NVSwitch generation (2 HGX A100, 3 HGX H100/H200, 4 HGX B200),
+                  from the GPUs' compute capability or the EC2 catalog; null when not present.
+                - C(source) says what decided, V(pci), V(ec2) or V(option) (null when nothing could).
+                - C(devices) lists the PCI bus ids of the NVSwitches or NVSwitch management bridges found.
+              type: dict
+              sample: {present: true, generation: 3, source: pci, devices: ["0000:07:00.0", "0000:08:00.0"]}
         neuron:
           description: The AWS Neuron driver and devices (Inferentia, Trainium).
           type: dict
@@ -276,7 +295,11 @@ ansible_facts:
             containerd:
               description:
                 - C(config_files) read (C(/etc/containerd/config.toml) and the drop-ins it imports),
-                  the C(runtimes) they register and the C(default_runtime) they set.
+                  the C(runtimes) they register and the C(default_runtime) they set, in the config
+                  containerd builds from them.
+                - Unless a file has config version 3 or later (containerd 2.x), each file's CRI plugin
+                  section replaces the earlier ones, as containerd 1.x merges imports; runtimes that only
+                  containerd 2.x would keep are named in RV(ansible_facts.accelerators.problems).
               type: dict
               sample: {config_files: [/etc/containerd/config.toml], runtimes: [nvidia, runc], default_runtime: runc}
             cdi_specs:
@@ -317,6 +340,7 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2
 from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
 from ansible_collections.accel.nodes.plugins.module_utils import _neuron
 from ansible_collections.accel.nodes.plugins.module_utils import _nvidia
+from ansible_collections.accel.nodes.plugins.module_utils import _nvswitch
 from ansible_collections.accel.nodes.plugins.module_utils import _pci
 from ansible_collections.accel.nodes.plugins.module_utils import _runtimes_probe
 
@@ -570,9 +594,10 @@ class Probe(object):
 
     def facts(self):
         root = self.root
-        pci = None
+        pci = fabric = None
         if 'pci' in self.wanted:
             pci = _pci.scan(root)
+            fabric = _pci.scan_fabric(root)
             self.sources['pci'] = _status(pci)
         pci_scanned = pci is not None
         pci_gpus = [d for d in pci or [] if d['kind'] == 'nvidia']
@@ -589,6 +614,9 @@ class Probe(object):
         nvidia = self.nvidia(pci_gpus, pci_scanned, modules)
         neuron = self.neuron(pci_neuron, pci_scanned, modules, nodes)
         ec2 = self.ec2()
+        nvidia['nvswitch'], found = _nvswitch.decide(
+            fabric, nvidia['gpus'], len(pci_gpus), ec2['instance_type'], self.module.params['nvswitch'])
+        self.problems.extend(found)
         where = 'the PCI bus' if pci_scanned else 'this host'
         self.problems.extend(_ec2_catalog.compare(
             ec2['instance_type'], ec2['expected'], nvidia['gpus'], neuron['devices'], where))
@@ -626,6 +654,7 @@ def main():
             nvidia_smi_path=dict(type='path'),
             neuron_ls_path=dict(type='path'),
             instance_type=dict(type='str'),
+            nvswitch=dict(type='bool'),
             imds_timeout=dict(type='float', default=1.0),
         ),
         supports_check_mode=True,

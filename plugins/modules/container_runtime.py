@@ -16,10 +16,14 @@ description:
     C(features.cdi). Every other key keeps its value and its place. When nothing changes, the file is
     not rewritten, so its formatting stays as the user left it; when something does, the file is
     written as JSON in the indent it had (2 spaces for a new file).
-  - B(containerd.) Writes the runtime to a drop-in file that the module owns, and makes sure the main
-    config imports the drop-in's directory. The main config is otherwise left byte for byte as it was.
-    The config version (2, 3 or 4) is read from the main config; without a main config it is 2, and
-    the module creates one with C(version = 2) and the C(imports) entry.
+  - B(containerd.) Writes the runtime to a drop-in file that the module owns and that holds every runtime
+    registered with the same O(config_path), and makes sure the main config imports the drop-in's directory.
+  - The main config is changed only where containerd could not use the drop-in otherwise. A missing main
+    config is created with C(version = 2) and the C(imports) entry. A version 1 config (no C(version) key,
+    as Docker's C(containerd.io) package ships it) gets C(version = 2) and its C(disabled_plugins) and
+    C(required_plugins) named by URI, as containerd 2.x migrates them. The CRI plugins leave
+    C(disabled_plugins), since a CRI runtime is of no use without them. Every other key and comment stays
+    as it was; RV(containerd_config_changes) says what changed.
   - Files are written atomically (temporary file, then rename) and only when their content changes.
     An existing file keeps its owner and mode.
   - The engine must be restarted for a change to take effect; RV(restart_required) says when.
@@ -35,8 +39,8 @@ attributes:
   diff_mode:
     support: full
     details:
-      - Docker gives one diff of C(daemon.json). containerd gives a list, the drop-in first, then the main
-        config when O(state=present).
+      - Docker gives one diff of C(daemon.json). containerd gives a list, in this order. A drop-in of the old
+        layout that is removed, if any; the drop-in; the main config when O(state=present).
 options:
   engine:
     description:
@@ -80,21 +84,24 @@ options:
       - V(present) registers the runtime. V(absent) removes only what this module adds for it.
       - For Docker, V(absent) removes C(runtimes.<name>), the C(runtimes) key if that leaves it empty,
         and C(default-runtime) if it names this runtime. C(features.cdi) stays, since other runtimes may rely on it.
-      - For containerd, V(absent) removes the drop-in and leaves the main config alone. The C(imports) entry
-        stays because it names a directory, where other drop-ins may be.
+      - For containerd, V(absent) removes the runtime from the drop-in, and the drop-in once no runtime is left.
+        The main config is left alone, since the C(imports) entry names a directory, where other drop-ins may be.
     type: str
     choices: [present, absent]
     default: present
   config_path:
     description:
       - For Docker, the daemon config. Defaults to C(/etc/docker/daemon.json).
-      - For containerd, the drop-in to write. Defaults to C(/etc/containerd/conf.d/99-<name>.toml).
-        It must end in C(.toml); its directory's C(*.toml) glob is what the main config imports.
+      - For containerd, the drop-in to write. Defaults to C(/etc/containerd/conf.d/99-accel-nodes.toml), shared
+        by all runtimes. It must end in C(.toml); its directory's C(*.toml) glob is what the main config imports.
+      - A drop-in C(99-<name>.toml) next to it that this module wrote for the same runtime (the layout of earlier
+        releases) is removed.
     type: path
   containerd_config:
     description:
       - containerd's main config, which gives the config version and receives the C(imports) entry.
-      - Created with C(version = 2) and the C(imports) entry if it does not exist.
+      - Created with C(version = 2) and the C(imports) entry if it does not exist; see the description for
+        the other changes it may get.
     type: path
     default: /etc/containerd/config.toml
   containerd_options:
@@ -118,13 +125,13 @@ options:
     default: true
 notes:
   - B(containerd 1.x and config version 2.) containerd 1.x replaces a plugin's whole section with the one
-    of an imported file, where containerd 2.x merges key by key. The version 2 drop-in therefore repeats
-    the main config's CRI plugin section (C(io.containerd.grpc.v1.cri)) with the runtime added, as the
-    NVIDIA Container Toolkit's own drop-ins do. Run the module again after editing that section of the
-    main config, so that the copy follows. With containerd 1.x, only the last imported file that sets the
-    CRI plugin counts, so two runtimes in two drop-ins are not both registered there; containerd 2.x has
-    no such limit.
-  - Versions 3 and 4 (containerd 2.x) get a drop-in with the runtime alone.
+    of each imported file, where containerd 2.x merges key by key. The version 2 drop-in therefore repeats
+    the main config's CRI plugin section (C(io.containerd.grpc.v1.cri)) with the runtimes added, and holds
+    every runtime the module registers there, so that one file sets the section. Run the module again after
+    editing that section of the main config, so that the copy follows. Another file that sets the section and
+    is imported after the drop-in wins on containerd 1.x; the module then warns, and RV(runtimes) leaves out
+    what containerd will not see.
+  - Versions 3 and 4 (containerd 2.x) get a drop-in with the runtimes alone.
   - The module does not restart the engine. Restart it when RV(restart_required) is true, for example
     through the handler of the C(accel.nodes.docker) role.
 seealso:
@@ -179,12 +186,14 @@ config_path:
   description: The file holding the runtime, C(daemon.json) for Docker or the drop-in for containerd.
   returned: always
   type: str
-  sample: /etc/containerd/conf.d/99-nvidia.toml
+  sample: /etc/containerd/conf.d/99-accel-nodes.toml
 runtimes:
   description:
     - The runtimes registered once the task has run (or would have, in check mode), in file order.
     - For Docker, the names under C(runtimes) in C(daemon.json). For containerd, the runtimes of the
-      CRI plugin in the main config and in the files its C(imports) name.
+      CRI plugin in the config containerd builds from the main config and the files its C(imports) name.
+      Plugin sections replace each other when C(containerd --version) says 1.x, or when it cannot be run
+      and no file has a version above 2; else they merge.
   returned: always
   type: list
   elements: str
@@ -200,10 +209,16 @@ containerd_config:
   type: str
   sample: /etc/containerd/config.toml
 containerd_config_version:
-  description: The config version read from the main containerd config (2 when there is none).
+  description: The config version of the drop-in, from the main containerd config (2 when there is none or it had none).
   returned: when O(engine=containerd) and O(state=present)
   type: int
   sample: 2
+containerd_config_changes:
+  description: What was changed in the main config besides the C(imports) entry, one sentence each.
+  returned: when O(engine=containerd) and O(state=present)
+  type: list
+  elements: str
+  sample: ["/etc/containerd/config.toml disabled the CRI plugin (cri), so no CRI client could use a runtime; it is enabled now"]
 containerd_config_backup_file:
   description: Backup of the main containerd config made before the C(imports) entry was added.
   returned: when a backup was made
@@ -256,7 +271,7 @@ def docker(module):
 def containerd(module):
     p = module.params
     name, main_path = p['name'], p['containerd_config']
-    drop_in = p['config_path'] or rc.CONTAINERD_DROP_IN % name
+    drop_in = p['config_path'] or rc.CONTAINERD_DROP_IN
     if p['runtime_args']:
         module.fail_json(msg="containerd's runc shim takes no runtime arguments, so runtime_args must be empty with "
                              'engine=containerd. Put the arguments in a wrapper script and give that as path.')
@@ -265,51 +280,90 @@ def containerd(module):
     if os.path.realpath(drop_in) == os.path.realpath(main_path):
         module.fail_json(msg='config_path must be a drop-in of its own, not the main config %s.' % main_path)
     result = dict(changed=False, config_path=drop_in, containerd_config=main_path)
-    diffs = []
+    present = p['state'] == 'present'
+    main_before = read(module, main_path)
     drop_in_before = read(module, drop_in)
-    main_doc = None
-    if p['state'] == 'present':
-        main_before = read(module, main_path)
+    owned = rc.drop_in_runtimes(drop_in_before)
+    if drop_in_before is not None and owned is None:
+        module.fail_json(msg='%s exists and was not written by this module; give config_path a file of its own.'
+                         % drop_in, **result)
+    try:
         try:
             main_doc = rc.parse_containerd_config(main_before, main_path)
-            main_data = main_doc.as_dict()
-            version = rc.containerd_version(main_data, main_path)
-            rc.containerd_with_import(main_doc, drop_in, main_path)
-            data = rc.containerd_drop_in(version, name, p['path'], p['containerd_options'], p['default'],
-                                         p['cdi'], main_data)
-            drop_in_after = rc.render_drop_in(data, name, main_path)
-        except (rc.ConfigError, TomlError) as exc:
-            module.fail_json(msg=str(exc), **result)
+        except rc.ConfigError as exc:
+            if present:
+                raise
+            module.warn(str(exc))  # removing a runtime does not need the main config
+            main_doc = rc.parse_containerd_config(None, main_path)
+        current = loads(drop_in_before) if drop_in_before else None
+        if present:
+            version, changes = rc.containerd_main(main_doc, drop_in, main_path)
+            entry = rc.runtime_entry(p['path'], p['containerd_options'])
+        else:
+            version = (current or {}).get('version')
+            changes, entry = [], None
+        if not present and name not in (owned or ()):
+            data, names = current, owned  # nothing of this runtime's here: leave the file as it is
+        elif version in rc.CRI_RUNTIME_PLUGIN:
+            data, names = rc.containerd_drop_in(version, name, entry, p['default'], p['cdi'], main_doc.as_dict(),
+                                                current, owned or ())
+        else:
+            data, names = None, []
+        if data is current:
+            drop_in_after = drop_in_before
+        else:
+            drop_in_after = rc.render_drop_in(data, names, main_path) if data else None
+    except (rc.ConfigError, TomlError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    if present:
         result['containerd_config_version'] = version
-    else:
-        drop_in_after = None
-    update = _files.update_file(module, drop_in, drop_in_before, drop_in_after, p['backup'])
-    result['changed'] = update['changed']
-    diffs.append(update['diff'])
-    if update['backup_file']:
-        result['backup_file'] = update['backup_file']
-    if main_doc is not None:
+        result['containerd_config_changes'] = changes
+    diffs = []
+    for path, before, after, key in legacy_drop_ins(module, name, drop_in) + [
+            (drop_in, drop_in_before, drop_in_after, 'backup_file')]:
+        update = _files.update_file(module, path, before, after, p['backup'])
+        result['changed'] = result['changed'] or update['changed']
+        diffs.append(update['diff'])
+        if update['backup_file'] and key:
+            result[key] = update['backup_file']
+    if present:
         update = _files.update_file(module, main_path, main_before, main_doc.text(), p['backup'])
         result['changed'] = result['changed'] or update['changed']
         diffs.append(update['diff'])
         if update['backup_file']:
             result['containerd_config_backup_file'] = update['backup_file']
-    result['runtimes'] = containerd_runtimes(module, main_path, main_doc, drop_in, drop_in_after)
+    result['runtimes'] = containerd_runtimes(module, main_path, main_doc, drop_in, drop_in_after, present)
+    if present and name not in result['runtimes']:
+        module.warn('containerd will not see the %s runtime: another file it imports after %s sets the CRI plugin '
+                    'section, and containerd 1.x keeps only the last such section. Register every runtime in one '
+                    'config_path.' % (name, drop_in))
     if module._diff:
         result['diff'] = diffs
     return result
 
 
-def containerd_runtimes(module, main_path, main_doc, drop_in, drop_in_after):
-    """Runtimes in the main config and the files it imports, as they are after the task."""
-    if main_doc is None:
-        try:
-            main_doc = rc.parse_containerd_config(read(module, main_path), main_path)
-        except rc.ConfigError as exc:
-            module.warn(str(exc))
-            return []
+def legacy_drop_ins(module, name, drop_in):
+    """(path, before, None, None) for this runtime's drop-in of the one-file-per-runtime layout, to remove it."""
+    path = os.path.join(os.path.dirname(drop_in), os.path.basename(rc.CONTAINERD_LEGACY_DROP_IN % name))
+    if path == drop_in:
+        return []
+    text = read(module, path)
+    if rc.drop_in_runtimes(text) != [name]:
+        return []
+    return [(path, text, None, None)]
+
+
+def containerd_major(module):
+    binary = module.get_bin_path('containerd')
+    if not binary:
+        return None
+    rc_, out, dummy = module.run_command([binary, '--version'], environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    return rc.containerd_major(out) if rc_ == 0 else None
+
+
+def containerd_runtimes(module, main_path, main_doc, drop_in, drop_in_after, present):
+    """Runtimes of the CRI plugin in the config containerd builds from the main config and its imports."""
     main = main_doc.as_dict()
-    names = rc.containerd_runtimes(main)
     try:
         imports = rc.containerd_imports(main, main_path)
     except rc.ConfigError:
@@ -317,18 +371,20 @@ def containerd_runtimes(module, main_path, main_doc, drop_in, drop_in_after):
     files = []
     for entry in imports:
         pattern = entry if os.path.isabs(entry) else os.path.join(os.path.dirname(main_path), entry)
-        files.extend(f for f in sorted(glob.glob(pattern)) if f not in files)
-    if drop_in not in files and drop_in_after is not None:
-        files.append(drop_in)  # in check mode it may not exist yet
+        matches = sorted(glob.glob(pattern))
+        if present and drop_in not in matches and rc.import_covers(entry, drop_in, main_path):
+            matches = sorted(matches + [drop_in])  # in check mode it may not exist yet
+        files.extend(f for f in matches if f not in files)
+    configs = [main]
     for path in files:
         text = drop_in_after if path == drop_in else read(module, path)
         if text is None:
             continue
         try:
-            names.extend(n for n in rc.containerd_runtimes(loads(text)) if n not in names)
+            configs.append(loads(text))
         except TomlError as exc:
             module.warn('%s is not valid TOML, so containerd will not start with it: %s' % (path, exc))
-    return names
+    return rc.containerd_runtimes(rc.containerd_effective(configs, containerd_major(module)))
 
 
 def main():

@@ -5,16 +5,22 @@
 #   neuron                suite repo, like apt.repos.neuron.amazonaws.com bookworm main
 # Each repo is signed with its own throwaway key generated here, so the roles'
 # signed-by keyring and fingerprint checks run for real. The packages are the
-# test doubles under tests/doubles/packages/<repo>/<package>/ (see README.md).
+# test doubles under tests/doubles/packages/<repo>/<package>/ (see README.md),
+# except nvidia-container-toolkit and nvidia-container-toolkit-base in the
+# libnvidia-container repo: those are the real 1.17.8-1 packages, built from
+# the vendor's source by tests/rig/toolkit-debs.sh (cached; ACCEL_TOOLKIT_SRC
+# says where the source comes from).
 #
 # Usage: build-repos.sh [OUTDIR]   (default build/repos; rebuilt only when
-# tests/doubles changes). Prints OUTDIR. Layout of OUTDIR:
+# tests/doubles or the toolkit packages change). Prints OUTDIR. Layout of OUTDIR:
 #   keys/<repo>.asc, keys/<repo>.fingerprint
 #   cuda/debian12/x86_64/, libnvidia-container/stable/deb/amd64/, neuron/dists/bookworm/...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(realpath -m "${1:-$here/../../build/repos}")
-stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
+toolkit_debs=$("$here/../rig/toolkit-debs.sh")
+stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum; cat "$toolkit_debs/SHA256SUMS") |
+  sha256sum | cut -c1-16)
 if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"
   exit 0
@@ -70,6 +76,8 @@ flat_repo() { # repo dir
   sign "$1@doubles.invalid" "$2"
 }
 flat_repo cuda "$out/cuda/debian12/x86_64"
+mkdir -p "$out/libnvidia-container/stable/deb/amd64"
+cp "$toolkit_debs"/*.deb "$out/libnvidia-container/stable/deb/amd64/"
 flat_repo libnvidia-container "$out/libnvidia-container/stable/deb/amd64"
 
 neuron=$out/neuron

@@ -8,6 +8,7 @@ scenario=$1
 shift
 [ $# -gt 0 ] || set -- test
 export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
+export ANSIBLE_COLLECTIONS_PATH=$top/build/collections # never a copy installed by hand
 ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh)
 ACCEL_REPOS_DIR=$(tests/doubles/build-repos.sh)
 export ACCEL_NODE_IMAGE ACCEL_REPOS_DIR

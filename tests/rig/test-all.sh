@@ -9,6 +9,14 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
+# Nothing installed by hand may help a run: the Ansible tools find this
+# collection only through build/collections, which the rig makes from the
+# checkout, and keep their state in an ANSIBLE_HOME that this run creates. A
+# copy under ~/.ansible/collections (or any other default path) is never read.
+ansible_home=$(mktemp -d)
+trap 'rm -rf "$ansible_home"' EXIT
+export ANSIBLE_HOME=$ansible_home ANSIBLE_COLLECTIONS_PATH=$top/build/collections
+tests/rig/collection-tree.sh
 
 summary=()
 passed=0

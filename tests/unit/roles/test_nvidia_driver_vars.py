@@ -59,7 +59,7 @@ def os_vars_files(facts):
     return [family, found[0]]
 
 
-def render(facts, decision=None, **overrides):
+def render(facts, decision=None, kernel=KERNEL, **overrides):
     """A templar over the role's variables for a host with these facts."""
     variables = {}
     variables.update(_load('defaults', 'main.yml'))
@@ -69,10 +69,10 @@ def render(facts, decision=None, **overrides):
     for name in files:
         variables.update(_load('vars', name))
     variables.update(_trusted(overrides))
-    variables['ansible_facts'] = dict(facts, kernel=KERNEL)
+    variables['ansible_facts'] = dict(facts, kernel=kernel)
     variables['ansible_check_mode'] = False
     variables['nvidia_driver_decision'] = dict({
-        'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': KERNEL,
+        'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': kernel,
     }, **(decision or {}))
     return Templar(loader=DataLoader(), variables=variables)
 
@@ -97,9 +97,7 @@ SUPPORTED = [
     (host('Ubuntu', '22.04', 'Debian'), 'ubuntu2204', 'apt', 'linux-headers-' + KERNEL),
     (host('Ubuntu', '24.04', 'Debian'), 'ubuntu2404', 'apt', 'linux-headers-' + KERNEL),
     (host('Debian', '12.8', 'Debian'), 'debian12', 'apt', 'linux-headers-' + KERNEL),
-    (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel-devel-' + KERNEL),
-    (host('RedHat', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
-    (host('Rocky', '8.10', 'RedHat'), 'rhel8', 'dnf', 'kernel-devel-' + KERNEL),
+    (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel6.8-devel-' + KERNEL),
     (host('RedHat', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
     (host('Rocky', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
     (host('AlmaLinux', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
@@ -201,9 +199,31 @@ def test_default_fingerprints_are_both_cuda_keys():
     ]
 
 
+# AL2023 ships its 6.1 kernel as the package "kernel" and each newer series as a
+# package of its own (kernel6.12, kernel6.18), headers included: the EKS AMI's
+# install-neuron-driver.sh installs "${KERNEL_PACKAGE}-devel" with
+# KERNEL_PACKAGE=kernel6.12 on a 6.12 kernel.
+@pytest.mark.parametrize('kernel, headers', [
+    ('6.1.102-108.177.amzn2023.x86_64', 'kernel-devel-6.1.102-108.177.amzn2023.x86_64'),
+    ('6.12.40-63.114.amzn2023.x86_64', 'kernel6.12-devel-6.12.40-63.114.amzn2023.x86_64'),
+    ('6.18.2-10.45.amzn2023.aarch64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.aarch64'),
+])
+def test_amazon_linux_2023_headers_follow_the_kernel_series(kernel, headers):
+    t = render(host('Amazon', '2023', 'RedHat'), kernel=kernel)
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == headers
+    assert value(t, '__nvidia_driver_required_packages')[0] == headers
+
+
+def test_rhel_headers_stay_kernel_devel():
+    t = render(host('Rocky', '9.4', 'RedHat'), kernel='5.14.0-427.13.1.el9_4.x86_64')
+    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'
+
+
 @pytest.mark.parametrize('facts', [
     host('Ubuntu', '26.04', 'Debian'), host('Debian', '13.1', 'Debian'), host('Amazon', '2', 'RedHat'),
     host('RedHat', '10.0', 'RedHat'), host('SLES', '15.6', 'Suse'),
+    # ansible-core 2.17 and later cannot manage EL8's platform Python 3.6.
+    host('RedHat', '8.10', 'RedHat'), host('Rocky', '8.10', 'RedHat'),
 ])
 def test_unsupported_os_has_no_vars(facts):
     assert os_vars_files(facts) is None
@@ -212,7 +232,10 @@ def test_unsupported_os_has_no_vars(facts):
 @pytest.mark.parametrize('name, matches', [
     ('cuda-drivers', True), ('nvidia-driver-pinning-580', True), ('nvidia-kernel-dkms', True),
     ('libnvidia-compute-580', True), ('libcuda1', True), ('nvidia-persistenced', True),
-    ('nvidia-container-toolkit', False), ('libnvidia-container1', False), ('nvidia-fabricmanager-580', False),
+    ('nvidia-container-toolkit', False), ('libnvidia-container1', False),
+    # Fabric Manager and NVLSM move with the driver: held with it, removed with it.
+    ('nvidia-fabricmanager-580', True), ('nvidia-fabricmanager', True), ('nvlsm', True),
+    ('nvidia-fabricmanager-dev-580', False), ('libibumad3', False), ('infiniband-diags', False),
     ('nvidia-cuda-toolkit', False), ('linux-headers-6.1.0-28-amd64', False), ('dkms', False),
 ])
 def test_owned_packages_on_apt(name, matches):
@@ -228,11 +251,11 @@ def _gpu(name, cc):
     return {'name': name, 'compute_capability': cc, 'pci_bus_id': '0000:00:1e.0'}
 
 
-def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=()):
+def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=(), nvswitch=None):
     return {
         'schema_version': 1,
         'vendors': vendors if vendors is not None else (['nvidia'] if gpus else []),
-        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus)},
+        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus), 'nvswitch': nvswitch},
         'ec2': {'instance_type': instance_type, 'expected': expected},
         'problems': list(problems),
     }
@@ -324,3 +347,67 @@ def test_injected_plain_variable():
     d = Templar(loader=DataLoader(), variables=variables).template(
         task['ansible.builtin.set_fact']['nvidia_driver_decision'])
     assert d['present'] and d['volta']
+
+
+
+# Fabric Manager on NVSwitch systems.
+
+P5_SWITCHES = {'present': True, 'generation': 3, 'source': 'pci', 'devices': ['0000:07:00.0']}
+P6_BRIDGE = {'present': True, 'generation': 4, 'source': 'pci', 'devices': ['0000:03:00.0']}
+B200_EXPECTED = {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}
+
+
+@pytest.mark.parametrize('nvswitch, setting, fabric_manager, nvlsm', [
+    (P5_SWITCHES, 'auto', True, False),
+    (P6_BRIDGE, 'auto', True, True),
+    ({'present': False, 'generation': None, 'source': 'pci', 'devices': []}, 'auto', False, False),
+    (None, 'auto', False, False),            # facts from before nvidia.nvswitch existed
+    (None, 'always', True, False),
+    (P5_SWITCHES, 'never', False, False),
+])
+def test_fabric_manager_decision(nvswitch, setting, fabric_manager, nvlsm):
+    d = decide(_facts([H100] * 8, nvswitch=nvswitch), nvidia_driver_fabric_manager=setting)
+    assert d['fabric_manager'] == fabric_manager and d['nvlsm'] == nvlsm
+
+
+def test_baking_for_a_p6_b200_is_blackwell_and_gets_nvlsm():
+    d = decide(_facts(expected=B200_EXPECTED, instance_type='p6-b200.48xlarge',
+                      nvswitch={'present': True, 'generation': 4, 'source': 'ec2', 'devices': []}),
+               nvidia_driver_manage_service=False)
+    assert d['blackwell'] and d['kernel_module'] == 'open' and d['fabric_manager'] and d['nvlsm']
+
+
+@pytest.mark.parametrize('facts, manager', [(f, m) for f, _d, m, _h in SUPPORTED], ids=IDS)
+@pytest.mark.parametrize('branch, version, nvlsm', [('580', '580.95.05', False), ('570', '570.172.08', True)])
+def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
+    t = render(facts, {'branch': branch, 'nvlsm': nvlsm}, nvidia_driver_fabric_manager_version=version)
+    if manager == 'apt':
+        name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabricmanager-' + branch
+        install = name + '=' + version + '-*'
+        extra = ['libibumad3', 'infiniband-diags', 'nvlsm']
+    else:
+        name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabric-manager'
+        install = name + '-' + version
+        extra = ['libibumad', 'infiniband-diags', 'nvlsm']
+    assert value(t, '__nvidia_driver_fabric_manager_packages') == [name] + (extra if nvlsm else [])
+    assert value(t, '__nvidia_driver_fabric_manager_install') == [install] + (extra if nvlsm else [])
+
+
+DKMS_STATUS = 'nvidia-current/580.95.05, %s, x86_64: installed\nnvidia-current/570.172.08, %s, x86_64: installed\n' % (
+    KERNEL, KERNEL)
+
+
+@pytest.mark.parametrize('decision, overrides, version', [
+    ({'satisfied': True, 'loaded_version': '580.159.04'}, {}, '580.159.04'),
+    ({'satisfied': False, 'loaded_version': None}, {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '580.95.05'),
+    ({'satisfied': False, 'loaded_version': None, 'branch': '570'},
+     {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '570.172.08'),
+    # After dkms autoinstall the recheck is what counts.
+    ({'satisfied': False, 'loaded_version': None},
+     {'nvidia_driver_dkms_status': {'stdout': ''}, 'nvidia_driver_dkms_recheck': {'stdout': DKMS_STATUS}}, '580.95.05'),
+    ({'satisfied': False, 'loaded_version': '570.172.08'}, {'nvidia_driver_version': '580.105.08'}, '580.105.08'),
+    ({'satisfied': False, 'loaded_version': None}, {}, ''),   # check mode before the install: unknown
+])
+def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
+    t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)
+    assert value(t, '__nvidia_driver_fabric_manager_driver_version') == version

@@ -25,6 +25,17 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
     ('p4de.24xlarge', {'vendor': 'nvidia', 'model': 'A100', 'count': 8, 'memory_mib_each': 81920}),
     ('p5.48xlarge', {'vendor': 'nvidia', 'model': 'H100', 'count': 8, 'memory_mib_each': 81920}),
     ('p5e.48xlarge', {'vendor': 'nvidia', 'model': 'H200', 'count': 8, 'memory_mib_each': 144384}),
+    ('p5.4xlarge', {'vendor': 'nvidia', 'model': 'H100', 'count': 1, 'memory_mib_each': 81920}),
+    ('p5en.48xlarge', {'vendor': 'nvidia', 'model': 'H200', 'count': 8, 'memory_mib_each': 144384}),
+    ('p6-b200.48xlarge', {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}),
+    ('g6.xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 1, 'memory_mib_each': 24576}),
+    ('g6.12xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 4, 'memory_mib_each': 24576}),
+    ('g6.48xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 8, 'memory_mib_each': 24576}),
+    ('g6e.xlarge', {'vendor': 'nvidia', 'model': 'L40S', 'count': 1, 'memory_mib_each': 49152}),
+    ('g6e.24xlarge', {'vendor': 'nvidia', 'model': 'L40S', 'count': 4, 'memory_mib_each': 49152}),
+    ('g6e.48xlarge', {'vendor': 'nvidia', 'model': 'L40S', 'count': 8, 'memory_mib_each': 49152}),
+    ('trn2.48xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 64}),
+    ('trn2u.48xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 64}),
     ('inf1.xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 4}),
     ('inf1.2xlarge', {'vendor': 'neuron', 'devices': 1, 'cores': 4}),
     ('inf1.6xlarge', {'vendor': 'neuron', 'devices': 4, 'cores': 16}),
@@ -85,3 +96,26 @@ def test_neuron_devices_and_cores():
 
 def test_no_expectation_no_problem():
     assert _ec2_catalog.compare('m5.large', None, [], [], 'the PCI bus') == []
+
+
+@pytest.mark.parametrize('instance_type, generation', [
+    ('p4d.24xlarge', 2),
+    ('p4de.24xlarge', 2),
+    ('p5.48xlarge', 3),
+    ('p5e.48xlarge', 3),
+    ('P5EN.48XLARGE', 3),
+    ('p6-b200.48xlarge', 4),
+    ('p5.4xlarge', None),      # one H100, no fabric
+    ('g6e.48xlarge', None),    # eight L40S on PCIe
+    ('p3.16xlarge', None),     # NVLink between V100s, no NVSwitch
+    (None, None),
+])
+def test_nvswitch_generation(instance_type, generation):
+    assert _ec2_catalog.nvswitch_generation(instance_type) == generation
+
+
+def test_b200_reporting_less_memory_than_listed_is_within_tolerance():
+    # nvidia-smi shows 183359 MiB for a B200 (HGX B200 with the 580 driver).
+    want = _ec2_catalog.expected('p6-b200.48xlarge')
+    gpus = [gpu('0000:%02x:00.0' % bus, 'NVIDIA B200', 183359) for bus in range(8)]
+    assert _ec2_catalog.compare('p6-b200.48xlarge', want, gpus, [], 'the PCI bus') == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
 from ansible_collections.accel.nodes.plugins.module_utils import _nvidia
 
 FACTS = Path(__file__).parents[3] / 'fixtures' / 'facts'
@@ -163,8 +164,32 @@ def test_smi_without_xml(stdout):
     assert result['gpus'] is None and result['error'] is None and result['lost'] == []
 
 
+# The device id of each GPU model the EC2 catalog names (supported-gpus.json of the
+# 580.82.07 driver) and its compute capability (developer.nvidia.com/cuda-gpus).
+CATALOG_MODELS = {
+    'V100': ('0x1db1', '7.0'),
+    'T4': ('0x1eb8', '7.5'),
+    'A10G': ('0x2237', '8.6'),
+    'A100': ('0x20b0', '8.0'),
+    'L4': ('0x27b8', '8.9'),
+    'L40S': ('0x26b9', '8.9'),
+    'H100': ('0x2330', '9.0'),
+    'H200': ('0x2335', '9.0'),
+    'B200': ('0x2901', '10.0'),
+}
+
+
+def test_every_catalog_gpu_has_its_compute_capability():
+    models = set(entry[1] for entry in _ec2_catalog.CATALOG.values() if entry[0] == 'nvidia')
+    assert models <= set(CATALOG_MODELS)
+    for model in models:
+        device_id, capability = CATALOG_MODELS[model]
+        assert _nvidia.COMPUTE_CAPABILITY.get(device_id) == capability, model
+
+
 def test_compute_capability_table_covers_every_catalog_gpu():
     table = _nvidia.COMPUTE_CAPABILITY
+    assert table['0x2901'] == '10.0'  # B200: the "no proprietary modules on Blackwell" guard reads this
     assert table['0x2335'] == '9.0'   # H200
     assert table['0x2330'] == '9.0'   # H100
     assert table['0x20b0'] == '8.0'   # A100

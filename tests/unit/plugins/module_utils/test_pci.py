@@ -95,3 +95,33 @@ def test_scan_survives_unreadable_attributes(tmp_path):
     found = _pci.scan(str(tmp_path))
     assert found == [{'kind': 'nvidia', 'pci_bus_id': '0000:00:1e.0', 'pci_device_id': None,
                       'numa_node': None, 'driver': None}]
+
+
+def test_scan_fabric_finds_the_nvswitches_of_a_p5(fact_roots):
+    fabric = _pci.scan_fabric(str(fact_roots / 'p5.48xlarge'))
+    assert fabric == {
+        'nvswitches': ['0000:07:00.0', '0000:08:00.0', '0000:09:00.0', '0000:0a:00.0'],
+        'management_bridges': [],
+    }
+    # The switches are bridges, not GPUs.
+    assert len(_pci.scan(str(fact_roots / 'p5.48xlarge'))) == 8
+
+
+def test_scan_fabric_finds_the_management_bridge_of_a_p6_b200(fact_roots):
+    assert _pci.scan_fabric(str(fact_roots / 'p6-b200.48xlarge')) == {
+        'nvswitches': [],
+        'management_bridges': ['0000:03:00.0'],
+    }
+
+
+def test_scan_fabric_ignores_other_bridges_and_unreadable_vpd(tmp_path):
+    add_device(tmp_path, '0000:00:01.0', '0x8086', '0x1234', '0x068000')   # not NVIDIA
+    add_device(tmp_path, '0000:00:02.0', '0x10de', '0x2330', '0x030200')   # a GPU
+    add_device(tmp_path, '0000:00:03.0', '0x15b3', '0x1021', '0x020700')   # no vpd file
+    assert _pci.scan_fabric(str(tmp_path)) == {'nvswitches': [], 'management_bridges': []}
+    add_device(tmp_path, '0000:00:04.0', '0x10de', '0x1af1', '0x068000')   # A100 NVSwitch
+    assert _pci.scan_fabric(str(tmp_path))['nvswitches'] == ['0000:00:04.0']
+
+
+def test_scan_fabric_without_sysfs(tmp_path):
+    assert _pci.scan_fabric(str(tmp_path)) is None

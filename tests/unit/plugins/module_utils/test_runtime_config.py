@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 
@@ -144,7 +145,38 @@ def test_render_keeps_unicode_as_it_is():
 
 # containerd
 
+def changed_lines(before, after):
+    diff = difflib.unified_diff(before.splitlines(True), after.splitlines(True), n=0)
+    return [line for line in diff if line[:1] in '+-' and line[:3] not in ('+++', '---')]
+
+
+MAIN = '/etc/containerd/config.toml'
+DROP_IN = '/etc/containerd/conf.d/99-accel-nodes.toml'
+NVIDIA = rc.runtime_entry('/usr/bin/nvidia-container-runtime')
+NEURON = rc.runtime_entry('/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh')
+
+
+def containerd_1_merge(texts):
+    """What containerd 1.x builds from these files: each imported file's plugin sections replace the earlier ones.
+
+    The oracle for the tests, written from containerd 1.x's mergeConfig
+    ("Replace entire sections instead of merging map's values") and checked
+    against `containerd config dump` of Debian 12's containerd 1.6.20.
+    """
+    merged = {}
+    for text in texts:
+        data = loads(text)
+        for key, value in data.items():
+            if key == 'plugins':
+                merged.setdefault('plugins', {}).update(value)
+            else:
+                merged[key] = value
+    return merged
+
+
 @pytest.mark.parametrize('name,version', [
+    ('containerd.io-docker.toml', 1),
+    ('containerd-1.6.20-debian12.toml', 2),
     ('containerd-1.7.18-default.toml', 2),
     ('containerd-2.0-default.toml', 3),
     ('containerd-2.3-default.toml', 4),
@@ -157,53 +189,104 @@ def test_no_config_is_version_2():
     assert rc.containerd_version({}) == 2
 
 
-@pytest.mark.parametrize('data,match', [
-    ({'root': '/var/lib/containerd'}, 'no version key'),
-    ({'version': 1}, 'version = 1'),
-    ({'version': 5}, 'does not know'),
-    ({'version': '2'}, 'does not know'),
-    ({'version': True}, 'does not know'),
-])
-def test_unsupported_versions_fail_clearly(data, match):
-    with pytest.raises(rc.ConfigError, match=match):
-        rc.containerd_version(data, '/etc/containerd/config.toml')
+@pytest.mark.parametrize('data', [{'version': 5}, {'version': '2'}, {'version': True}, {'version': 0}])
+def test_unknown_versions_fail_clearly(data):
+    with pytest.raises(rc.ConfigError, match='does not know'):
+        rc.containerd_version(data, MAIN)
+
+
+def test_docker_containerd_io_config_becomes_version_2_with_cri_enabled():
+    text = fixture('containerd.io-docker.toml')
+    doc = TomlDocument(text)
+    version, changes = rc.containerd_main(doc, DROP_IN, MAIN)
+    assert version == 2
+    assert changed_lines(text, doc.text()) == [
+        '-disabled_plugins = ["cri"]\n',
+        '+disabled_plugins = []\n',
+        '+version = 2\n',
+        '+imports = ["/etc/containerd/conf.d/*.toml"]\n',
+    ]
+    assert len(changes) == 2 and 'version 1' in changes[0] and 'CRI' in changes[1]
+    # containerd 1.x, with the drop-in merged over it, must load it (version 2, no short names).
+    merged = containerd_1_merge([doc.text(), '%s\nversion = 2\n' % rc._MANAGED])
+    assert merged['version'] == 2 and merged['disabled_plugins'] == []
+
+
+def test_v1_plugin_lists_are_named_by_uri_and_only_cri_is_enabled():
+    doc = TomlDocument('disabled_plugins = ["cri", "aufs", "restart", "io.containerd.snapshotter.v1.zfs"]\n'
+                       'required_plugins = ["scheduler", "foo"]\n')
+    rc.containerd_main(doc, DROP_IN, MAIN)
+    assert doc.get('disabled_plugins') == ['io.containerd.snapshotter.v1.aufs', 'io.containerd.internal.v1.restart',
+                                           'io.containerd.snapshotter.v1.zfs']
+    assert doc.get('required_plugins') == ['io.containerd.gc.v1.scheduler', 'io.containerd.grpc.v1.foo']
+
+
+@pytest.mark.parametrize('disabled', [['io.containerd.grpc.v1.cri'], ['io.containerd.cri.v1.runtime',
+                                                                      'io.containerd.cri.v1.images']])
+def test_cri_is_enabled_in_later_versions_too(disabled):
+    doc = TomlDocument('version = 3\ndisabled_plugins = %s\n' % json.dumps(disabled))
+    rc.containerd_main(doc, DROP_IN, MAIN)
+    assert doc.get('disabled_plugins') == []
+
+
+def test_v1_config_with_plugin_tables_fails_and_says_what_to_do():
+    doc = TomlDocument('[plugins.cri]\n  sandbox_image = "x"\n')
+    with pytest.raises(rc.ConfigError, match=r'short names \(cri\).*rename'):
+        rc.containerd_main(doc, DROP_IN, MAIN)
+    assert doc.text() == '[plugins.cri]\n  sandbox_image = "x"\n'
+
+
+@pytest.mark.parametrize('name', ['containerd-1.6.20-debian12.toml', 'containerd-1.7.18-default.toml',
+                                  'containerd-2.0-default.toml'])
+def test_other_real_configs_gain_the_import_and_nothing_else(name):
+    text = fixture(name)
+    doc = TomlDocument(text)
+    version, changes = rc.containerd_main(doc, DROP_IN, MAIN)
+    assert version == loads(text)['version'] and changes == []
+    assert [line for line in changed_lines(text, doc.text()) if 'imports' not in line] == []
+    assert doc.get('imports') == ['/etc/containerd/conf.d/*.toml']
 
 
 def test_import_is_added_with_one_line_changed():
     text = fixture('containerd-1.7.18-default.toml')
     doc = TomlDocument(text)
-    assert rc.containerd_with_import(doc, '/etc/containerd/conf.d/99-nvidia.toml')
+    rc.containerd_main(doc, DROP_IN)
     assert doc.text() == text.replace('imports = []\n', 'imports = ["/etc/containerd/conf.d/*.toml"]\n', 1)
-    assert rc.containerd_with_import(doc, '/etc/containerd/conf.d/99-other.toml') is False
 
 
 def test_imports_keep_existing_entries():
     doc = TomlDocument('version = 2\nimports = ["/etc/containerd/runtime_*.toml"]\n')
-    assert rc.containerd_with_import(doc, '/etc/containerd/conf.d/99-nvidia.toml')
+    rc.containerd_main(doc, DROP_IN)
     assert doc.get('imports') == ['/etc/containerd/runtime_*.toml', '/etc/containerd/conf.d/*.toml']
 
 
-@pytest.mark.parametrize('entry', ['/etc/containerd/conf.d/*.toml', '/etc/containerd/conf.d/99-nvidia.toml',
+@pytest.mark.parametrize('entry', ['/etc/containerd/conf.d/*.toml', '/etc/containerd/conf.d/99-accel-nodes.toml',
                                    '/etc/containerd/conf.d/99-*.toml', 'conf.d/*.toml'])
 def test_an_import_that_covers_the_drop_in_is_enough(entry):
-    doc = TomlDocument('version = 3\nimports = ["%s"]\n' % entry)
-    assert rc.containerd_with_import(doc, '/etc/containerd/conf.d/99-nvidia.toml', '/etc/containerd/config.toml') is False
+    text = 'version = 3\nimports = ["%s"]\n' % entry
+    doc = TomlDocument(text)
+    rc.containerd_main(doc, DROP_IN, MAIN)
+    assert doc.text() == text
 
 
-def test_an_empty_main_config_gets_a_version_and_the_import():
+def test_a_missing_main_config_gets_a_version_and_the_import():
     doc = TomlDocument('')
-    assert rc.containerd_with_import(doc, '/etc/containerd/conf.d/99-nvidia.toml')
+    assert rc.containerd_main(doc, DROP_IN) == (2, [])
     assert doc.text() == 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 
 
-def test_imports_of_the_wrong_type_fail():
-    with pytest.raises(rc.ConfigError, match='imports'):
-        rc.containerd_with_import(TomlDocument('version = 2\nimports = "x"\n'), '/etc/containerd/conf.d/a.toml')
+@pytest.mark.parametrize('text,match', [('version = 2\nimports = "x"\n', 'imports'),
+                                        ('version = 2\ndisabled_plugins = "cri"\n', 'disabled_plugins')])
+def test_lists_of_the_wrong_type_fail(text, match):
+    with pytest.raises(rc.ConfigError, match=match):
+        rc.containerd_main(TomlDocument(text), DROP_IN)
 
 
 def test_v3_drop_in_holds_the_runtime_alone():
-    data = rc.containerd_drop_in(3, 'nvidia', '/usr/bin/nvidia-container-runtime', {'SystemdCgroup': True},
-                                 default=True, cdi=True, main=loads(fixture('containerd-2.0-default.toml')))
+    data, names = rc.containerd_drop_in(3, 'nvidia', rc.runtime_entry('/usr/bin/nvidia-container-runtime',
+                                                                      {'SystemdCgroup': True}),
+                                        default=True, cdi=True, main=loads(fixture('containerd-2.0-default.toml')))
+    assert names == ['nvidia']
     assert data == {'version': 3, 'plugins': {'io.containerd.cri.v1.runtime': {
         'containerd': {'runtimes': {'nvidia': {'runtime_type': 'io.containerd.runc.v2', 'options': {
             'BinaryName': '/usr/bin/nvidia-container-runtime', 'SystemdCgroup': True}}},
@@ -213,35 +296,95 @@ def test_v3_drop_in_holds_the_runtime_alone():
 
 def test_v2_drop_in_repeats_the_main_cri_section_for_containerd_1():
     main = loads(fixture('containerd-1.7.18-default.toml'))
-    data = rc.containerd_drop_in(2, 'nvidia', '/usr/bin/nvidia-container-runtime', main=main)
+    data, dummy = rc.containerd_drop_in(2, 'nvidia', NVIDIA, main=main)
     section = data['plugins']['io.containerd.grpc.v1.cri']
     expected = main['plugins']['io.containerd.grpc.v1.cri']
     assert section['sandbox_image'] == expected['sandbox_image']
     assert section['containerd']['runtimes']['runc'] == expected['containerd']['runtimes']['runc']
-    assert section['containerd']['runtimes']['nvidia'] == {
-        'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': '/usr/bin/nvidia-container-runtime'}}
+    assert section['containerd']['runtimes']['nvidia'] == NVIDIA
     assert section['containerd']['default_runtime_name'] == 'runc'
     assert 'nvidia' not in expected['containerd']['runtimes']  # the main config's data is not changed
 
 
 def test_v2_drop_in_without_a_main_config_keeps_runc_as_the_default():
-    data = rc.containerd_drop_in(2, 'nvidia', '/n')
+    data, dummy = rc.containerd_drop_in(2, 'nvidia', NVIDIA)
     assert data['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']['runc'] == {
         'runtime_type': 'io.containerd.runc.v2'}
-    data = rc.containerd_drop_in(2, 'nvidia', '/n', default=True)
+    data, dummy = rc.containerd_drop_in(2, 'nvidia', NVIDIA, default=True)
     assert 'runc' not in data['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
+
+
+def register(version, main_text, steps):
+    """Run (name, entry, default, cdi) steps through containerd_drop_in as the module would; the last text."""
+    main = loads(main_text) if main_text else None
+    text = None
+    for name, entry, default, cdi in steps:
+        data, names = rc.containerd_drop_in(version, name, entry, default, cdi, main,
+                                            loads(text) if text else None, rc.drop_in_runtimes(text) or ())
+        text = rc.render_drop_in(data, names) if data else None
+    return text
+
+
+def test_two_runtimes_on_debian_containerd_1_6_both_survive_the_merge():
+    main = fixture('containerd-1.6.20-debian12.toml')
+    text = register(2, main, [('nvidia', NVIDIA, None, True), ('oci-neuron', NEURON, None, None)])
+    assert rc.drop_in_runtimes(text) == ['nvidia', 'oci-neuron']
+    cri = containerd_1_merge([main, text])['plugins']['io.containerd.grpc.v1.cri']
+    assert cri['containerd']['runtimes'] == {'nvidia': NVIDIA, 'oci-neuron': NEURON,
+                                             'runc': {'runtime_type': 'io.containerd.runc.v2'}}
+    assert cri['cni'] == {'bin_dir': '/usr/lib/cni', 'conf_dir': '/etc/cni/net.d'}
+    assert cri['enable_cdi'] is True
+
+
+def test_two_nvidia_variants_and_the_default_moves_between_them():
+    main = fixture('containerd-1.7.18-default.toml')
+    cdi = rc.runtime_entry('/usr/bin/nvidia-container-runtime.cdi')
+    text = register(2, main, [('nvidia', NVIDIA, True, None), ('nvidia-cdi', cdi, None, None)])
+    cri = loads(text)['plugins']['io.containerd.grpc.v1.cri']['containerd']
+    assert cri['default_runtime_name'] == 'nvidia' and set(cri['runtimes']) == {'runc', 'nvidia', 'nvidia-cdi'}
+    text = register(2, main, [('nvidia', NVIDIA, True, None), ('nvidia-cdi', cdi, True, None)])
+    assert loads(text)['plugins']['io.containerd.grpc.v1.cri']['containerd']['default_runtime_name'] == 'nvidia-cdi'
+    text = register(2, main, [('nvidia', NVIDIA, True, None), ('nvidia-cdi', cdi, None, None), ('nvidia', None, None, None)])
+    cri = loads(text)['plugins']['io.containerd.grpc.v1.cri']['containerd']
+    assert cri['default_runtime_name'] == 'runc' and set(cri['runtimes']) == {'runc', 'nvidia-cdi'}
+    assert rc.drop_in_runtimes(text) == ['nvidia-cdi']
+
+
+def test_removing_the_last_runtime_leaves_no_drop_in():
+    assert register(3, None, [('nvidia', NVIDIA, True, True), ('nvidia', None, None, None)]) is None
+
+
+def test_the_copy_of_the_main_cri_section_follows_the_main_config():
+    main = fixture('containerd-1.7.18-default.toml')
+    text = register(2, main, [('nvidia', NVIDIA, None, None)])
+    edited = main.replace('SystemdCgroup = false', 'SystemdCgroup = true')
+    data, names = rc.containerd_drop_in(2, 'oci-neuron', NEURON, main=loads(edited), current=loads(text),
+                                        owned=rc.drop_in_runtimes(text))
+    runtimes = data['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
+    assert runtimes['runc']['options']['SystemdCgroup'] is True
+    assert names == ['nvidia', 'oci-neuron'] and runtimes['nvidia'] == NVIDIA
+
+
+def test_runtimes_of_a_drop_in_for_an_older_version_are_kept():
+    text = register(2, None, [('nvidia', NVIDIA, True, None)])
+    data, names = rc.containerd_drop_in(3, 'oci-neuron', NEURON, main=loads(fixture('containerd-2.0-default.toml')),
+                                        current=loads(text), owned=rc.drop_in_runtimes(text))
+    cri = data['plugins']['io.containerd.cri.v1.runtime']['containerd']
+    assert names == ['nvidia', 'oci-neuron'] and set(cri['runtimes']) == {'nvidia', 'oci-neuron'}
+    assert cri['default_runtime_name'] == 'nvidia' and list(data['plugins']) == ['io.containerd.cri.v1.runtime']
 
 
 def test_binary_name_comes_from_path_only():
     with pytest.raises(rc.ConfigError, match='BinaryName'):
-        rc.containerd_drop_in(3, 'n', '/n', {'BinaryName': '/x'})
+        rc.runtime_entry('/n', {'BinaryName': '/x'})
 
 
 @pytest.mark.parametrize('version,plugin', [(2, 'io.containerd.grpc.v1.cri'), (3, 'io.containerd.cri.v1.runtime'),
                                             (4, 'io.containerd.cri.v1.runtime')])
 def test_rendered_drop_in_parses_and_names_the_plugin(version, plugin):
-    text = rc.render_drop_in(rc.containerd_drop_in(version, 'nvidia', '/n', cdi=True), 'nvidia')
+    text = rc.render_drop_in(rc.containerd_drop_in(version, 'nvidia', NVIDIA, cdi=True)[0], ['nvidia'])
     assert text.startswith('# Managed by accel.nodes.container_runtime')
+    assert rc.drop_in_runtimes(text) == ['nvidia']
     data = loads(text)
     assert data['version'] == version
     assert data['plugins'][plugin]['enable_cdi'] is True
@@ -249,7 +392,44 @@ def test_rendered_drop_in_parses_and_names_the_plugin(version, plugin):
     assert '[plugins."%s".containerd.runtimes.nvidia]' % plugin in text
 
 
+@pytest.mark.parametrize('text,names', [
+    ('# Managed by accel.nodes.container_runtime: the nvidia runtime. Changes made here are overwritten.\n', ['nvidia']),
+    ('# Managed by accel.nodes.container_runtime: runtimes nvidia, oci-neuron. Changes made here are overwritten.\n',
+     ['nvidia', 'oci-neuron']),
+    ('# Managed by accel.nodes.container_runtime: runtime nvidia.cdi. Changes made here are overwritten.\n',
+     ['nvidia.cdi']),
+    ('version = 2\n', None),
+    (None, None),
+])
+def test_drop_in_runtimes_reads_the_first_line(text, names):
+    assert rc.drop_in_runtimes(text) == names
+
+
 def test_runtimes_of_real_configs():
     assert rc.containerd_runtimes(loads(fixture('containerd-1.7.18-default.toml'))) == ['runc']
     assert rc.containerd_runtimes(loads(fixture('containerd-2.0-default.toml'))) == ['runc']
+    assert rc.containerd_runtimes(loads(fixture('containerd-1.6.20-debian12.toml'))) == []
     assert rc.containerd_runtimes({}) == []
+
+
+def two_drop_ins(version):
+    section = 'plugins."%s".containerd.runtimes' % rc.CRI_RUNTIME_PLUGIN[version]
+    return [loads('version = %d\n[%s.a]\nruntime_type = "x"\n' % (version, section)),
+            loads('version = %d\n[%s.b]\nruntime_type = "x"\n' % (version, section))]
+
+
+@pytest.mark.parametrize('version,major,expected', [
+    (2, 1, ['b']), (2, None, ['b']), (2, 2, ['a', 'b']), (3, None, ['a', 'b']), (3, 1, ['a', 'b']),
+])
+def test_effective_runtimes_follow_containerds_merge(version, major, expected):
+    assert rc.containerd_runtimes(rc.containerd_effective([{}] + two_drop_ins(version), major)) == expected
+
+
+@pytest.mark.parametrize('output,major', [
+    ('containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n', 1),
+    ('containerd containerd.io v1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da\n', 1),
+    ('containerd github.com/containerd/containerd/v2 v2.1.0 061792f0ecf3684fb30a3a0eb006799b8c6638a7\n', 2),
+    ('', None),
+])
+def test_containerd_major(output, major):
+    assert rc.containerd_major(output) == major

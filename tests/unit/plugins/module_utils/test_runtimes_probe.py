@@ -77,12 +77,38 @@ def test_commented_out_tables_and_relative_imports(tmp_path):
     write(tmp_path, '/etc/containerd/extra/10-nvidia.toml',
           '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia-cdi"]\n')
     facts, problems = _runtimes_probe.containerd(str(tmp_path))
+    # What `containerd config dump` of Debian 12's containerd 1.6.20 shows for
+    # these files: the drop-in's CRI section replaced the main one, runc and
+    # default_runtime_name with it (containerd then falls back to runc).
     assert facts == {
         'config_files': ['/etc/containerd/config.toml', '/etc/containerd/extra/10-nvidia.toml'],
-        'runtimes': ['nvidia-cdi', 'runc'],
-        'default_runtime': 'runc',
+        'runtimes': ['nvidia-cdi'],
+        'default_runtime': None,
     }
-    assert problems == []
+    assert problems == [
+        'containerd 1.x keeps the CRI plugin section of the last of /etc/containerd/config.toml, '
+        '/etc/containerd/extra/10-nvidia.toml that sets it, so it does not register runc (imports replace whole '
+        'plugin sections there; containerd 2.x merges them): put every runtime in one file']
+
+
+def test_two_runtime_drop_ins_on_containerd_1_keep_only_the_last(tmp_path):
+    write(tmp_path, '/etc/containerd/config.toml', 'imports = ["/etc/containerd/conf.d/*.toml"]\n'
+          + (FIXTURES / 'toml' / 'containerd-1.6.20-debian12.toml').read_text())
+    for name in ('nvidia', 'oci-neuron'):
+        write(tmp_path, '/etc/containerd/conf.d/99-%s.toml' % name,
+              'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s]\n' % name)
+    facts, problems = _runtimes_probe.containerd(str(tmp_path))
+    assert facts['runtimes'] == ['oci-neuron']
+    assert len(problems) == 1 and 'does not register nvidia' in problems[0]
+
+
+def test_version_3_drop_ins_merge(tmp_path):
+    write(tmp_path, '/etc/containerd/config.toml', (FIXTURES / 'toml' / 'containerd-2.0-default.toml').read_text()
+          .replace('imports = []', 'imports = ["/etc/containerd/conf.d/*.toml"]'))
+    for name in ('nvidia', 'oci-neuron'):
+        write(tmp_path, '/etc/containerd/conf.d/99-%s.toml' % name,
+              "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.%s]\n" % name)
+    assert _runtimes_probe.containerd(str(tmp_path))[0]['runtimes'] == ['nvidia', 'oci-neuron', 'runc']
 
 
 def test_real_default_configs_of_containerd_1_7_and_2_0(tmp_path):

@@ -287,6 +287,8 @@ def test_h200_tree_with_its_real_nvidia_smi_capture(facts, no_imds):
             'persistence_mode': True,
             'numa_node': None,
         }],
+        # A single-GPU VM: no NVSwitch on its bus, no instance type to say otherwise.
+        'nvswitch': {'present': False, 'generation': None, 'source': 'pci', 'devices': []},
     }
     assert acc['ec2'] == {'instance_type': None, 'source': None, 'expected': None}
     assert acc['sources']['dmi'] == 'missing'
@@ -296,7 +298,11 @@ def test_h200_tree_with_its_real_nvidia_smi_capture(facts, no_imds):
 def test_h200_checked_as_one_gpu_of_a_p5e(facts):
     acc = facts(root='h200', smi=('h200-v13.xml', 0), instance_type='p5e.48xlarge')
     # 143771 MiB is within tolerance of the listed 141 GiB; only the count falls short.
-    assert acc['problems'] == ['p5e.48xlarge should have 8 NVIDIA H200 GPU(s); the PCI bus shows 1']
+    assert acc['problems'] == [
+        'p5e.48xlarge carries NVSwitches (generation 3), but the PCI bus shows neither an NVSwitch '
+        'nor an NVSwitch management bridge',
+        'p5e.48xlarge should have 8 NVIDIA H200 GPU(s); the PCI bus shows 1',
+    ]
 
 
 # -- options ----------------------------------------------------------------------------
@@ -428,40 +434,48 @@ def test_imds_timeout_zero_and_the_option_both_keep_imds_out(facts, on_slash):
 
 # -- the module's answer on the real H200 host ---------------------------------------------
 
-def test_real_h200_run():
-    """tests/fixtures/facts/h200-real-run.json: what Ansible got back on the real host."""
-    result = json.loads((FACTS / 'h200-real-run.json').read_text())
-    assert result['changed'] is False
-    acc = result['ansible_facts']['accelerators']
-    assert acc['schema_version'] == 1
-    assert acc['vendors'] == ['nvidia']
-    nvidia = acc['nvidia']
-    assert nvidia['driver_version'] == '580.159.04'
-    assert nvidia['userspace_driver_version'] == '580.159.04'
-    assert nvidia['cuda_version'] == '13.0'
-    assert nvidia['kernel_module_flavor'] == 'open'
-    assert len(nvidia['gpus']) == 1
-    gpu = nvidia['gpus'][0]
-    assert gpu['name'] == 'NVIDIA H200'
-    assert gpu['memory_total_mib'] == 143771
-    assert gpu['compute_capability'] == '9.0'
-    assert gpu['pci_bus_id'] == '0000:00:06.0'
-    assert gpu['pci_device_id'] == '0x2335'
-    assert gpu['numa_node'] is None
-    assert gpu['mig_mode'] == 'disabled'
-    assert gpu['persistence_mode'] is True
-    assert gpu['uuid'].startswith('GPU-')
-    # No DMI and no instance metadata there: no instance type, and IMDS was not asked.
-    assert acc['ec2'] == {'instance_type': None, 'source': None, 'expected': None}
-    assert acc['sources']['dmi'] == 'missing'
-    assert acc['sources']['imds'] == 'skipped'
-    assert acc['sources']['nvidia_smi'] == 'ok'
-    assert acc['problems'] == []
-
-
 def test_fake_h200_tree_answers_as_the_real_host_did(facts):
-    """The fixture tree and capture stand for the real host: same facts but for the GPU's UUID."""
+    """The module, run on the H200's sysfs tree and captured nvidia-smi XML, gives what Ansible
+    got back on the real host (tests/fixtures/facts/h200-real-run.json), but for the GPU's UUID.
+    The module's code runs here; the captured answer is what it must reproduce."""
     real = json.loads((FACTS / 'h200-real-run.json').read_text())['ansible_facts']['accelerators']
     fake = facts(root='h200', smi=('h200-v13.xml', 0))
     real['nvidia']['gpus'][0]['uuid'] = fake['nvidia']['gpus'][0]['uuid']
+    # The capture (2026-11-21) predates nvidia.nvswitch; the VM has no switch.
+    assert fake['nvidia'].pop('nvswitch') == {'present': False, 'generation': None, 'source': 'pci', 'devices': []}
     assert fake == real
+
+
+# -- NVSwitch fabrics ---------------------------------------------------------------
+
+def test_p5_48xlarge_nvswitches_on_the_pci_bus(facts, no_imds):
+    acc = facts(root='p5.48xlarge', gather=['pci', 'nvidia_procfs', 'kernel_modules', 'ec2'])
+    assert acc['ec2']['instance_type'] == 'p5.48xlarge' and acc['ec2']['source'] == 'dmi'
+    assert len(acc['nvidia']['gpus']) == 8
+    assert {g['compute_capability'] for g in acc['nvidia']['gpus']} == {'9.0'}
+    assert acc['nvidia']['nvswitch'] == {
+        'present': True, 'generation': 3, 'source': 'pci',
+        'devices': ['0000:07:00.0', '0000:08:00.0', '0000:09:00.0', '0000:0a:00.0']}
+    assert acc['nvidia']['driver_version'] == '580.95.05'
+    assert acc['problems'] == []
+
+
+def test_p6_b200_management_bridge_and_blackwell(facts, no_imds):
+    acc = facts(root='p6-b200.48xlarge', gather=['pci', 'ec2'])
+    assert {g['compute_capability'] for g in acc['nvidia']['gpus']} == {'10.0'}
+    assert acc['nvidia']['nvswitch'] == {
+        'present': True, 'generation': 4, 'source': 'pci', 'devices': ['0000:03:00.0']}
+
+
+def test_nvswitch_override_and_a_p3_without_fabric(facts, no_imds):
+    acc = facts(root='p3.16xlarge', gather=['pci'], instance_type='p3.16xlarge')
+    assert acc['nvidia']['nvswitch'] == {'present': False, 'generation': None, 'source': 'pci', 'devices': []}
+    acc = facts(root='p3.16xlarge', gather=['pci'], nvswitch=True)
+    assert acc['nvidia']['nvswitch']['present'] is True and acc['nvidia']['nvswitch']['source'] == 'option'
+
+
+def test_baking_for_a_p5_on_the_h200_tree_asks_the_catalog(facts, no_imds):
+    # The H200 host has one GPU and no switch: as a p5e.48xlarge it falls short.
+    acc = facts(root='h200', gather=['pci'], instance_type='p5e.48xlarge')
+    assert acc['nvidia']['nvswitch']['source'] == 'ec2'
+    assert any('carries NVSwitches' in p for p in acc['problems'])

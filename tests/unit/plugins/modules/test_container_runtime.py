@@ -252,6 +252,10 @@ def test_path_is_required_when_present(run, daemon_json):
 
 # containerd
 
+DROP_IN = '99-accel-nodes.toml'
+NEURON = '/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh'
+
+
 @pytest.fixture
 def etc(tmp_path):
     path = tmp_path / 'etc' / 'containerd'
@@ -259,11 +263,28 @@ def etc(tmp_path):
     return path
 
 
+@pytest.fixture(autouse=True)
+def containerd_major(monkeypatch):
+    """The containerd the module finds: none by default, whatever this machine has installed."""
+    major = {'value': None}
+    monkeypatch.setattr(container_runtime, 'containerd_major', lambda module: major['value'])
+    return major
+
+
 def ctr(run, etc, main='config.toml', **args):
     args.setdefault('name', 'nvidia')
     args.setdefault('path', NVIDIA)
-    args.setdefault('config_path', str(etc / 'conf.d' / ('99-%s.toml' % args['name'])))
+    args.setdefault('config_path', str(etc / 'conf.d' / DROP_IN))
     return run(engine='containerd', containerd_config=str(etc / main), **args)
+
+
+def containerd_1_dump(etc):
+    """The runtimes containerd 1.x would load: the CRI section of the last file that sets it (mergeConfig)."""
+    main = tomllib.loads((etc / 'config.toml').read_text())
+    cri = main.get('plugins', {}).get('io.containerd.grpc.v1.cri', {})
+    for path in sorted((etc / 'conf.d').glob('*.toml')):
+        cri = tomllib.loads(path.read_text()).get('plugins', {}).get('io.containerd.grpc.v1.cri', cri)
+    return cri
 
 
 def install(etc, fixture_name):
@@ -284,20 +305,20 @@ def test_main_config_gains_the_import_and_nothing_else(run, etc, fixture_name, v
     main = (etc / 'config.toml').read_text(encoding='utf-8')
     quote = '"' if version == 2 else "'"
     assert changed_lines(text, main) == ['-imports = []\n', '+imports = [%s%s/conf.d/*.toml%s]\n' % (quote, etc, quote)]
-    drop_in = tomllib.loads((etc / 'conf.d' / '99-nvidia.toml').read_text(encoding='utf-8'))
+    drop_in = tomllib.loads((etc / 'conf.d' / DROP_IN).read_text(encoding='utf-8'))
     assert drop_in['version'] == version
     runtime = drop_in['plugins'][plugin]['containerd']['runtimes']['nvidia']
     assert runtime == {'runtime_type': 'io.containerd.runc.v2',
                        'options': {'BinaryName': NVIDIA, 'SystemdCgroup': True}}
     assert result['runtimes'] == ['runc', 'nvidia']
-    assert mode_of(etc / 'conf.d' / '99-nvidia.toml') == 0o644 and mode_of(etc / 'conf.d') == 0o755
+    assert mode_of(etc / 'conf.d' / DROP_IN) == 0o644 and mode_of(etc / 'conf.d') == 0o755
 
 
 def test_v2_drop_in_keeps_the_users_cri_settings_for_containerd_1(run, etc):
     text = install(etc, 'containerd-1.7.18-default.toml').replace('SystemdCgroup = false', 'SystemdCgroup = true')
     (etc / 'config.toml').write_text(text)
     ctr(run, etc)
-    drop_in = tomllib.loads((etc / 'conf.d' / '99-nvidia.toml').read_text())
+    drop_in = tomllib.loads((etc / 'conf.d' / DROP_IN).read_text())
     cri = drop_in['plugins']['io.containerd.grpc.v1.cri']
     assert cri['sandbox_image'] == 'registry.k8s.io/pause:3.8'
     assert cri['containerd']['runtimes']['runc']['options']['SystemdCgroup'] is True
@@ -307,7 +328,7 @@ def test_v2_drop_in_keeps_the_users_cri_settings_for_containerd_1(run, etc):
 def test_v3_drop_in_holds_the_runtime_alone(run, etc):
     install(etc, 'containerd-2.0-default.toml')
     ctr(run, etc, default=True, cdi=True)
-    drop_in = tomllib.loads((etc / 'conf.d' / '99-nvidia.toml').read_text())
+    drop_in = tomllib.loads((etc / 'conf.d' / DROP_IN).read_text())
     assert drop_in == {'version': 3, 'plugins': {'io.containerd.cri.v1.runtime': {
         'enable_cdi': True,
         'containerd': {'default_runtime_name': 'nvidia', 'runtimes': {'nvidia': {
@@ -324,17 +345,17 @@ def test_v4_main_config_that_already_imports_conf_d_is_left_alone(run, tmp_path)
     assert result['changed'] is True and result['containerd_config_version'] == 4
     assert (etc / 'config.toml').read_bytes() == settled and os.stat(etc / 'config.toml').st_mtime == 1000000000
     assert 'containerd_config_backup_file' not in result
-    assert tomllib.loads((etc / 'conf.d' / '99-nvidia.toml').read_text())['version'] == 4
+    assert tomllib.loads((etc / 'conf.d' / DROP_IN).read_text())['version'] == 4
 
 
 def test_missing_main_config_is_created_as_version_2(run, etc):
     result = ctr(run, etc, _ansible_diff=True)
     assert result['containerd_config_version'] == 2
     assert (etc / 'config.toml').read_text() == 'version = 2\nimports = ["%s/conf.d/*.toml"]\n' % etc
-    drop_in = tomllib.loads((etc / 'conf.d' / '99-nvidia.toml').read_text())
+    drop_in = tomllib.loads((etc / 'conf.d' / DROP_IN).read_text())
     runtimes = drop_in['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
     assert runtimes['runc'] == {'runtime_type': 'io.containerd.runc.v2'}
-    assert [d['after_header'] for d in result['diff']] == [str(etc / 'conf.d' / '99-nvidia.toml'),
+    assert [d['after_header'] for d in result['diff']] == [str(etc / 'conf.d' / DROP_IN),
                                                            str(etc / 'config.toml')]
     assert [d['before_header'].endswith('(absent)') for d in result['diff']] == [True, True]
 
@@ -343,13 +364,13 @@ def test_second_run_is_not_changed(run, etc):
     install(etc, 'containerd-1.7.18-default.toml')
     assert ctr(run, etc, default=True, cdi=True)['changed'] is True
     main = settle_mtime(etc / 'config.toml')
-    drop_in = settle_mtime(etc / 'conf.d' / '99-nvidia.toml')
+    drop_in = settle_mtime(etc / 'conf.d' / DROP_IN)
     result = ctr(run, etc, default=True, cdi=True)
     assert result['changed'] is False and result['restart_required'] is False
     assert (etc / 'config.toml').read_bytes() == main
-    assert (etc / 'conf.d' / '99-nvidia.toml').read_bytes() == drop_in
+    assert (etc / 'conf.d' / DROP_IN).read_bytes() == drop_in
     assert os.stat(etc / 'config.toml').st_mtime == 1000000000
-    assert os.stat(etc / 'conf.d' / '99-nvidia.toml').st_mtime == 1000000000
+    assert os.stat(etc / 'conf.d' / DROP_IN).st_mtime == 1000000000
 
 
 def test_check_mode_writes_nothing(run, etc, changed_lines):
@@ -370,7 +391,7 @@ def test_absent_removes_the_drop_in_and_leaves_the_main_config(run, etc):
     main = settle_mtime(etc / 'config.toml')
     result = ctr(run, etc, state='absent')
     assert result['changed'] is True
-    assert not (etc / 'conf.d' / '99-nvidia.toml').exists()
+    assert not (etc / 'conf.d' / DROP_IN).exists()
     assert (etc / 'config.toml').read_bytes() == main
     assert result['runtimes'] == ['runc']
     with open(result['backup_file']) as f:
@@ -378,12 +399,93 @@ def test_absent_removes_the_drop_in_and_leaves_the_main_config(run, etc):
     assert ctr(run, etc, state='absent')['changed'] is False
 
 
-def test_two_runtimes_two_drop_ins(run, etc):
+@pytest.mark.parametrize('fixture_name', ['containerd-2.0-default.toml', 'containerd-1.6.20-debian12.toml'])
+def test_two_runtimes_one_drop_in(run, etc, fixture_name):
+    install(etc, fixture_name)
+    ctr(run, etc)
+    result = ctr(run, etc, name='oci-neuron', path=NEURON)
+    assert {'nvidia', 'oci-neuron'} <= set(result['runtimes'])
+    assert [f for f in os.listdir(etc / 'conf.d') if f.endswith('.toml')] == [DROP_IN]
+    before = settle_mtime(etc / 'conf.d' / DROP_IN)
+    assert ctr(run, etc)['changed'] is False
+    assert ctr(run, etc, name='oci-neuron', path=NEURON)['changed'] is False
+    assert (etc / 'conf.d' / DROP_IN).read_bytes() == before
+
+
+def test_two_runtimes_on_containerd_1_are_both_what_it_loads(run, etc):
+    install(etc, 'containerd-1.6.20-debian12.toml')
+    ctr(run, etc, cdi=True)
+    result = ctr(run, etc, name='oci-neuron', path=NEURON)
+    cri = containerd_1_dump(etc)
+    assert sorted(cri['containerd']['runtimes']) == ['nvidia', 'oci-neuron', 'runc']
+    assert cri['cni']['bin_dir'] == '/usr/lib/cni' and cri['enable_cdi'] is True
+    assert sorted(result['runtimes']) == sorted(cri['containerd']['runtimes'])
+
+
+def test_runtimes_in_two_config_paths_report_what_containerd_1_loads(run, etc, containerd_major, monkeypatch):
+    warnings = []
+    monkeypatch.setattr(container_runtime.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))
+    install(etc, 'containerd-1.6.20-debian12.toml')
+    containerd_major['value'] = 1
+    ctr(run, etc, config_path=str(etc / 'conf.d' / '50-nvidia.toml'))
+    result = ctr(run, etc, name='oci-neuron', path=NEURON, config_path=str(etc / 'conf.d' / '60-neuron.toml'))
+    assert sorted(result['runtimes']) == sorted(containerd_1_dump(etc)['containerd']['runtimes']) == ['oci-neuron', 'runc']
+    result = ctr(run, etc, config_path=str(etc / 'conf.d' / '50-nvidia.toml'))
+    assert result['changed'] is False and 'nvidia' not in result['runtimes']
+    assert any('will not see the nvidia runtime' in w for w in warnings)
+    containerd_major['value'] = 2
+    result = ctr(run, etc, config_path=str(etc / 'conf.d' / '50-nvidia.toml'))
+    assert sorted(result['runtimes']) == ['nvidia', 'oci-neuron', 'runc']
+
+
+def test_docker_containerd_io_config_is_made_usable(run, etc, changed_lines):
+    text = install(etc, 'containerd.io-docker.toml')
+    result = ctr(run, etc)
+    assert result['changed'] is True and result['containerd_config_version'] == 2
+    main = (etc / 'config.toml').read_text()
+    assert changed_lines(text, main) == ['-disabled_plugins = ["cri"]\n', '+disabled_plugins = []\n', '+version = 2\n',
+                                         '+imports = ["%s/conf.d/*.toml"]\n' % etc]
+    changes = [c.split(' ', 1)[1][:20] for c in result['containerd_config_changes']]
+    assert changes == ['had no version key, ', 'disabled the CRI plu']
+    assert containerd_1_dump(etc)['containerd']['runtimes']['nvidia']['options']['BinaryName'] == NVIDIA
+    assert ctr(run, etc)['changed'] is False
+
+
+def test_a_drop_in_of_the_old_layout_is_moved_into_the_shared_one(run, etc):
+    install(etc, 'containerd-1.6.20-debian12.toml')
+    ctr(run, etc, config_path=str(etc / 'conf.d' / '99-nvidia.toml'))
+    ctr(run, etc, name='oci-neuron', path=NEURON, config_path=str(etc / 'conf.d' / '99-oci-neuron.toml'))
+    (etc / 'conf.d' / '99-nvidia.toml').write_text((etc / 'conf.d' / '99-nvidia.toml').read_text().replace(
+        'runtime nvidia.', 'the nvidia runtime.'))  # the first line the old layout wrote
+    ctr(run, etc)
+    result = ctr(run, etc, name='oci-neuron', path=NEURON)
+    assert result['changed'] is True and sorted(result['runtimes']) == ['nvidia', 'oci-neuron', 'runc']
+    assert sorted(f for f in os.listdir(etc / 'conf.d') if f.endswith('.toml')) == [DROP_IN]
+
+
+def test_absent_works_with_a_broken_main_config(run, etc):
     install(etc, 'containerd-2.0-default.toml')
     ctr(run, etc)
-    result = ctr(run, etc, name='oci-neuron', path='/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh')
-    assert result['runtimes'] == ['runc', 'nvidia', 'oci-neuron']
-    assert sorted(os.listdir(etc / 'conf.d')) == ['99-nvidia.toml', '99-oci-neuron.toml']
+    (etc / 'config.toml').write_text('version = 3\n[plugins\n')
+    result = ctr(run, etc, state='absent')
+    assert result['changed'] is True and not (etc / 'conf.d' / DROP_IN).exists()
+
+
+def test_a_foreign_file_at_config_path_is_not_overwritten(run, etc):
+    (etc / 'conf.d').mkdir()
+    (etc / 'conf.d' / DROP_IN).write_text('version = 2\n')
+    result = ctr(run, etc)
+    assert result['failed'] is True and 'not written by this module' in result['msg']
+    assert (etc / 'conf.d' / DROP_IN).read_text() == 'version = 2\n'
+
+
+def test_absent_of_another_runtime_leaves_the_drop_in_alone(run, etc):
+    install(etc, 'containerd-1.7.18-default.toml')
+    ctr(run, etc)
+    before = settle_mtime(etc / 'conf.d' / DROP_IN)
+    (etc / 'config.toml').write_text((etc / 'config.toml').read_text().replace('pause:3.8', 'pause:3.9'))
+    assert ctr(run, etc, name='oci-neuron', state='absent')['changed'] is False
+    assert (etc / 'conf.d' / DROP_IN).read_bytes() == before
 
 
 def test_main_config_backup_only_when_it_changes(run, etc):
@@ -396,8 +498,8 @@ def test_main_config_backup_only_when_it_changes(run, etc):
 
 
 @pytest.mark.parametrize('text,match', [
-    ('root = "/var/lib/containerd"\n', 'no version key'),
-    ('version = 1\n', 'version = 1'),
+    ('[plugins.cri]\nsandbox_image = "x"\n', 'short names'),
+    ('version = 1\n[plugins.cri]\nsandbox_image = "x"\n', 'short names'),
     ('version = 7\n', 'does not know'),
     ('version = 2\n[plugins\n', 'not valid TOML'),
     ('version = 2\nimports = "/etc/containerd/conf.d"\n', 'imports'),

@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: dev_char_symlinks
+short_description: Create the /dev/char symlinks of the NVIDIA device nodes with nvidia-ctk, reporting only real changes
+version_added: 0.2.0
+description:
+  - Runs C(nvidia-ctk system create-dev-char-symlinks), which links C(/dev/char/<major>:<minor>) to each NVIDIA
+    device node, so that systemd keeps the nodes in the device cgroups of running containers after a
+    C(systemctl daemon-reload).
+  - The tool (1.17.8) logs C(Creating link ...) for every device node on every call, also for links that already
+    exist, and then warns that it could not create them. So the module first asks the tool which links it would
+    create (C(--dry-run)), keeps those that do not exist yet, and runs the tool for real only when there are any.
+    The task is changed exactly when a link was missing.
+  - After the real run every link the tool named must exist; otherwise the module fails with the tool's output.
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Runs only the tool's C(--dry-run), and reports the links that would be created.
+  diff_mode:
+    support: full
+options:
+  ctk_path:
+    description:
+      - The C(nvidia-ctk) binary.
+    type: path
+    default: /usr/bin/nvidia-ctk
+  create_all:
+    description:
+      - Pass C(--create-all), NVIDIA's documented workaround, which links every device node the loaded driver can
+        have (read from C(/proc/devices) and the PCI devices), whether the node exists yet or not. It needs a
+        loaded driver.
+      - V(false) links only the device nodes that exist now (C(/dev/nvidia*) and C(/dev/nvidia-caps/nvidia-*)).
+    type: bool
+    default: true
+  dev_char_path:
+    description:
+      - Where the links go (the tool's C(--dev-char-path)).
+    type: path
+    default: /dev/char
+notes:
+  - A link that exists but points somewhere else is left alone, as the tool leaves it; the module warns about it.
+seealso:
+  - name: NVIDIA Container Toolkit troubleshooting
+    description: Containers losing access to GPUs after systemctl daemon-reload, and the /dev/char workaround.
+    link: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html
+"""
+
+EXAMPLES = r"""
+- name: Create the /dev/char symlinks for the NVIDIA device nodes
+  accel.nodes.dev_char_symlinks:
+    ctk_path: /usr/bin/nvidia-ctk
+"""
+
+RETURN = r"""
+links:
+  description: Every link the tool names for this host, as C(path => target).
+  returned: always
+  type: dict
+  sample: {"/dev/char/195:0": "/dev/nvidia0", "/dev/char/195:255": "/dev/nvidiactl"}
+created:
+  description: The links that were missing and are created (in check mode, would be created).
+  returned: always
+  type: list
+  elements: str
+  sample: ["/dev/char/195:1"]
+"""
+
+import os
+import re
+from typing import Dict, List
+
+from ansible.module_utils.basic import AnsibleModule
+
+# logrus text format, as nvidia-ctk 1.17.8 logs it to stderr:
+#   time="..." level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"
+_LINK = re.compile(r'Creating link (\S+) => (\S+?)"?$')
+
+
+def parse_links(output: str) -> Dict[str, str]:
+    """{link path: target} from the tool's `Creating link` lines, in order; other lines are ignored."""
+    links = {}  # type: Dict[str, str]
+    for line in output.splitlines():
+        m = _LINK.search(line.strip())
+        if m:
+            links[m.group(1)] = m.group(2)
+    return links
+
+
+def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
+    """The links that do not exist at all (a dangling link exists: the tool would not replace it)."""
+    return [path for path in links if not lexists(path)]
+
+
+def wrong_links(links: Dict[str, str], readlink=os.readlink, islink=os.path.islink) -> List[str]:
+    """Existing links that point elsewhere than the tool would point them."""
+    return [path for path, target in links.items() if islink(path) and readlink(path) != target]
+
+
+def _run(module: AnsibleModule, argv: List[str]) -> str:
+    rc, out, err = module.run_command(argv, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    if rc != 0:
+        module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(argv), rc, (err or out).strip()), rc=rc,
+                         stdout=out, stderr=err)
+    return out + '\n' + err
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            ctk_path=dict(type='path', default='/usr/bin/nvidia-ctk'),
+            create_all=dict(type='bool', default=True),
+            dev_char_path=dict(type='path', default='/dev/char'),
+        ),
+        supports_check_mode=True,
+    )
+    argv = [module.params['ctk_path'], 'system', 'create-dev-char-symlinks',
+            '--dev-char-path=%s' % module.params['dev_char_path']]
+    if module.params['create_all']:
+        argv.append('--create-all')
+
+    links = parse_links(_run(module, argv + ['--dry-run']))
+    created = missing_links(links)
+    for path in wrong_links(links):
+        module.warn('%s points to %s, not %s; it is left as it is' % (path, os.readlink(path), links[path]))
+    result = dict(changed=bool(created), links=links, created=created)
+    if module._diff:
+        result['diff'] = dict(before=''.join('%s\n' % p for p in links if p not in created),
+                              after=''.join('%s\n' % p for p in links),
+                              before_header=module.params['dev_char_path'], after_header=module.params['dev_char_path'])
+    if created and not module.check_mode:
+        output = _run(module, argv)
+        still = missing_links(links)
+        if still:
+            module.fail_json(msg='nvidia-ctk did not create %s: %s' % (', '.join(still), output.strip()), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Pack what the real-GPU tier brings besides the node root (tests/hardware/README.md):
+# ansible-core (unpacked from its wheel, pure Python), the community collections this
+# collection uses (from the pinned `ansible` package in .venv), the NVIDIA Container
+# Toolkit debs built from source (tests/rig/toolkit-debs.sh), and two small
+# validation images, with and without an ld cache.
+#   tests/hardware/payload.sh NODE_ROOT_PARTS_DIR OUTDIR
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+parts=$(realpath "$1") out=$(realpath -m "$2")
+site=$top/.venv/lib/python3.11/site-packages
+rm -rf "$out" && mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# ansible-core, the version requirements/dev.txt pins; its dependencies are Debian's,
+# installed in the node root.
+core=$(sed -n 's/^ansible-core==//p' "$top/requirements/dev.txt")
+"$top/.venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$work/whl" "ansible-core==$core"
+mkdir -p "$work/payload/python"
+(cd "$work/payload/python" && python3 -m zipfile -e "$work"/whl/ansible_core-*.whl .)
+mkdir -p "$work/payload/collections/ansible_collections/community"
+cp -a "$site/ansible_collections/community/docker" "$site/ansible_collections/community/general" \
+  "$work/payload/collections/ansible_collections/community/"
+
+# The toolkit, built from the vendor's source with the vendor's packaging.
+debs=${ACCEL_TOOLKIT_DEBS:-$("$top/tests/rig/toolkit-debs.sh")}
+mkdir -p "$work/payload/debs"
+cp "$debs"/nvidia-container-toolkit*.deb "$work/payload/debs/"
+
+# Validation images: glibc, a shell and ldconfig from the node root, so that the
+# toolkit's injected nvidia-smi runs. One has /etc/ld.so.cache, one has none (the
+# case the validation must explain).
+img=$work/img
+mkdir -p "$img"
+cat "$parts"/root.tar.zst.part-* | zstd -dc | tar -C "$img" -x \
+  ./usr/lib/x86_64-linux-gnu/libc.so.6 ./usr/lib/x86_64-linux-gnu/libm.so.6 \
+  ./usr/lib/x86_64-linux-gnu/libdl.so.2 ./usr/lib/x86_64-linux-gnu/libpthread.so.0 \
+  ./usr/lib/x86_64-linux-gnu/librt.so.1 ./usr/lib/x86_64-linux-gnu/libgcc_s.so.1 \
+  ./usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 ./usr/lib64/ld-linux-x86-64.so.2 \
+  ./usr/bin/dash ./usr/bin/ls ./usr/bin/cat ./usr/sbin/ldconfig \
+  ./usr/lib/x86_64-linux-gnu/libselinux.so.1 ./usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 \
+  ./etc/ld.so.conf ./etc/ld.so.conf.d ./bin ./lib ./lib64 ./sbin
+ln -s dash "$img/usr/bin/sh"
+mkdir -p "$img"/{dev,proc,sys,tmp,etc} && chmod 1777 "$img/tmp"
+tar -C "$img" --numeric-owner -c . >"$work/payload/image-no-ldcache.tar"
+ldconfig -r "$img"
+tar -C "$img" --numeric-owner -c . >"$work/payload/image.tar"
+
+tar -C "$work/payload" -c . | zstd -q -19 -T0 >"$out/payload.tar.zst"
+du -sh "$out/payload.tar.zst" >&2
+echo "$out"

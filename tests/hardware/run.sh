@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The real-GPU tier, on the GPU host (tests/hardware/README.md). Runs a Debian 12
+# node with systemd as its PID 1 where the host's PID 1 is not systemd, binds the
+# host's GPU devices and driver root into it, and runs the collection's own
+# playbooks there with the local connection:
+#   site.yml --check on the fresh node, site.yml (first configuration), site.yml
+#   again with accel_nodes_skip_unchanged=false (full re-run: must report changed=0),
+#   site.yml again (unchanged re-run), validate.yml, and a facts-only play.
+# Prints each run's changed count and wall time and the validation report, and
+# writes them under OUTDIR.
+#
+#   tests/hardware/run.sh PARTS_DIR PAYLOAD_DIR OUTDIR [VARS_FILE]
+#
+# PARTS_DIR holds some or all of node-root.sh's parts; they are kept under
+# $ACCEL_HW_CACHE (default /var/tmp/accel-hw) until all are there, so the root can
+# travel over several calls. With parts missing, the script says which and stops.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+parts_in=$1 payload_in=$2 out=$3 vars_file=${4:-$repo/tests/hardware/vars.yml}
+cache=${ACCEL_HW_CACHE:-/var/tmp/accel-hw}
+root=$cache/root
+node=accel-gpu-node
+logs=$cache/logs
+rm -rf "$logs" && mkdir -p "$cache/parts" "$out" "$logs/cuda"
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$out/summary.txt" >&2; }
+
+# -- the node root, possibly over several calls -----------------------------------
+# A GPU host without zstd uses the one split.sh puts beside the first parts.
+if [ -d "$parts_in/tools" ]; then cp -r "$parts_in/tools" "$cache/"; fi
+if ! command -v zstd >/dev/null; then
+  zstd() { LD_LIBRARY_PATH=$cache/tools "$cache/tools/zstd" "$@"; }
+fi
+if [ -d "$parts_in" ]; then cp -n "$parts_in"/root.tar.zst.part-* "$parts_in/SHA256SUMS" "$cache/parts/" 2>/dev/null || :; fi
+[ -f "$cache/parts/SHA256SUMS" ] || { log "no SHA256SUMS yet under $cache/parts"; exit 3; }
+missing=$(cd "$cache/parts" && grep -o 'root.tar.zst.part-[0-9]*' SHA256SUMS | while read -r p; do [ -f "$p" ] || echo "$p"; done)
+if [ -n "$missing" ]; then
+  log "node root parts still missing: $(echo "$missing" | tr '\n' ' ')(kept: $(cd "$cache/parts" && echo root.tar.zst.part-*))"
+  exit 3
+fi
+want=$(awk '/ root.tar.zst$/ {print $1}' "$cache/parts/SHA256SUMS")
+if [ "$(cat "$root.sha256" 2>/dev/null)" != "$want" ]; then
+  (cd "$cache/parts" && grep part- SHA256SUMS | sha256sum -c --quiet)
+  rm -rf "$root" && mkdir -p "$root" && chmod 0755 "$root"
+  cat "$cache"/parts/root.tar.zst.part-* | zstd -dc | tar -C "$root" -x
+  echo "$want" >"$root.sha256"
+  log "node root unpacked ($(du -sh "$root" | cut -f1))"
+fi
+
+# -- what travels with the checkout: ansible-core, collections, toolkit, images -----
+rm -rf "$root/opt/accel-nodes" && mkdir -p "$root/opt/accel-nodes/src"
+zstd -dc "$payload_in/payload.tar.zst" | tar -C "$root/opt/accel-nodes" -x
+ln -sfn /opt/accel-nodes/src "$root/opt/accel-nodes/collections/ansible_collections/accel"/nodes 2>/dev/null ||
+  { mkdir -p "$root/opt/accel-nodes/collections/ansible_collections/accel" &&
+    ln -sfn /opt/accel-nodes/src "$root/opt/accel-nodes/collections/ansible_collections/accel/nodes"; }
+cp "$vars_file" "$root/opt/accel-nodes/vars.yml"
+echo "$node" >"$root/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$node" >"$root/etc/hosts"
+
+# -- the driver root, seen from the node ----------------------------------------------
+driver_root=${ACCEL_HW_DRIVER_ROOT:-}
+if [ -z "$driver_root" ]; then
+  for d in /usr/local/nvidia /usr; do [ -x "$d/bin/nvidia-smi" ] && { driver_root=$d; break; }; done
+fi
+[ -n "$driver_root" ] || { log "no nvidia-smi under /usr/local/nvidia or /usr: no driver on this host"; exit 2; }
+log "host: $(uname -r); driver root $driver_root; $("$driver_root/bin/nvidia-smi" -L | head -8 | tr '\n' ';')"
+
+# -- a cgroup of its own, and systemd as PID 1 of new namespaces ----------------------
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+cg=/sys/fs/cgroup/accel-node
+stop_node() { # every process of the node, in every cgroup under its own (cgroup.kill, Linux 5.14)
+  [ -d "$cg" ] || return 0
+  echo 1 >"$cg/cgroup.kill" 2>/dev/null || :
+  for _ in $(seq 50); do [ -z "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] && break; sleep 0.1; done
+  find "$cg" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || :
+}
+stop_node # a node left from an earlier call
+trap 'stop_node; tar -C "$cache" -czf "$out/logs.tar.gz" logs' EXIT
+trap 'exit 143' TERM INT
+mkdir -p "$cg"
+read -ra controllers </sys/fs/cgroup/cgroup.controllers
+for c in "${controllers[@]}"; do echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || :; done
+
+cat >"$cache/node-init.sh" <<INIT
+#!/bin/bash
+# PID 1 of the node's namespaces until systemd replaces it.
+set -e
+mount --make-rprivate /
+# The node's / must be a mount point: Docker remounts it when it unpacks a layer.
+mount --bind "$root" "$root"
+mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
+mount --bind "$cg" "$root/sys/fs/cgroup"
+mount -t proc proc "$root/proc"
+mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mkdir -p "$root$driver_root"
+[ "$driver_root" = /usr ] || mount --rbind "$driver_root" "$root$driver_root"
+mount --bind "$repo" "$root/opt/accel-nodes/src"
+hostname $node
+exec env -i container=docker TERM=dumb "$(command -v chroot)" "$root" /lib/systemd/systemd --log-target=console --log-level=notice
+INIT
+chmod +x "$cache/node-init.sh"
+echo $$ >"$cg/cgroup.procs"
+setsid unshare --pid --fork --mount --uts --ipc --cgroup "$cache/node-init.sh" \
+  >"$cache/systemd.log" 2>&1 </dev/null &
+unshare_pid=$!
+echo $$ >/sys/fs/cgroup/cgroup.procs 2>/dev/null || : # this shell goes back
+pid=
+for _ in $(seq 50); do # the forked child of unshare becomes systemd
+  pid=$(pgrep -P "$unshare_pid" | head -1 || :)
+  [ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = systemd ] && break
+  sleep 0.2
+done
+[ -n "$pid" ] || { log "systemd did not start"; cat "$cache/systemd.log" >&2; exit 1; }
+in_node() { timeout "${ACCEL_HW_STEP_TIMEOUT:-120}" nsenter -t "$pid" -a -r -w "$@"; }
+state=
+for _ in $(seq 90); do
+  state=$(in_node systemctl is-system-running 2>/dev/null || :)
+  case $state in running | degraded) break ;; esac
+  [ -e /proc/"$pid" ] || { log "systemd exited"; cat "$cache/systemd.log" >&2; exit 1; }
+  sleep 1
+done
+log "node systemd (host pid $pid): $state"
+if [ "$state" = degraded ]; then in_node systemctl --failed --no-legend | tee -a "$out/summary.txt" >&2 || :; fi
+for _ in $(seq 60); do in_node docker info >/dev/null 2>&1 && break; sleep 1; done
+log "docker in the node: $(in_node docker version --format '{{.Server.Version}}' 2>&1 | head -1)"
+
+# The toolkit is installed but not configured, as on the Deep Learning AMI. Its
+# nvidia-container-toolkit package depends on libnvidia-container-tools, which we
+# cannot build (tests/doubles/README.md); CDI mode does not use it.
+in_node sh -c 'dpkg -i --ignore-depends=libnvidia-container-tools /opt/accel-nodes/debs/nvidia-container-toolkit-base_*.deb \
+  /opt/accel-nodes/debs/nvidia-container-toolkit_*.deb' >"$logs/node-setup.log" 2>&1 || { tail "$logs/node-setup.log" >&2; exit 1; }
+# In CDI mode the toolkit mounts the driver's files at their host paths, here under
+# /usr/local/nvidia: the images put its bin on PATH, as NVIDIA's CUDA base images do
+# (ENV PATH /usr/local/nvidia/bin:...). Libraries come through the CDI ld cache hook.
+image_path="ENV PATH=$driver_root/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+in_node docker import -c "$image_path" /opt/accel-nodes/image.tar accel-hw/validation:ldcache >>"$logs/node-setup.log"
+in_node docker import -c "$image_path" /opt/accel-nodes/image-no-ldcache.tar accel-hw/validation:no-ldcache >>"$logs/node-setup.log"
+log "toolkit $(in_node nvidia-ctk --version | head -1) installed, validation images imported"
+# The host's dynamic loader finds the driver's libraries in its driver root; so must
+# the node's, as on a host whose driver was installed there.
+if [ "$driver_root" != /usr ]; then
+  grep -lsr "^$driver_root" /etc/ld.so.conf.d/ | xargs -r cat >"$root/etc/ld.so.conf.d/000-accel-hw-driver.conf"
+  [ -s "$root/etc/ld.so.conf.d/000-accel-hw-driver.conf" ] || echo "$driver_root/lib64" >"$root/etc/ld.so.conf.d/000-accel-hw-driver.conf"
+  in_node ldconfig
+  log "driver libraries in the node's ld cache: $(in_node ldconfig -p | grep -c "$driver_root")"
+fi
+
+# -- the runs ----------------------------------------------------------------------------
+cat >"$root/opt/accel-nodes/inventory.yml" <<INV
+all:
+  hosts:
+    $node:
+      ansible_connection: local
+      ansible_python_interpreter: /usr/bin/python3
+INV
+play() { # name playbook args...
+  local name=$1 book=$2 start end rc recap
+  shift 2
+  start=$(date +%s.%N)
+  set +e
+  ACCEL_HW_STEP_TIMEOUT=240 in_node env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    PYTHONPATH=/opt/accel-nodes/python ANSIBLE_COLLECTIONS_PATH=/opt/accel-nodes/collections \
+    ANSIBLE_HOME=/root/.ansible ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ANSIBLE_STDOUT_CALLBACK=default \
+    ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_PIPELINING=1 ANSIBLE_DIFF_ALWAYS=1 \
+    python3 -m ansible.cli.playbook -i /opt/accel-nodes/inventory.yml -e @/opt/accel-nodes/vars.yml \
+    "$book" "$@" >"$logs/$name.log" 2>&1
+  rc=$?
+  set -e
+  end=$(date +%s.%N)
+  recap=$(grep -A3 '^PLAY RECAP' "$logs/$name.log" | grep "$node" | sed 's/  */ /g' || echo 'no recap')
+  log "$(printf '%-22s rc=%-3s %6.1f s  %s' "$name" "$rc" "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" "$recap")"
+}
+books=/opt/accel-nodes/src/playbooks
+play check-fresh "$books/site.yml" --check
+play site-first "$books/site.yml"
+play site-full-rerun "$books/site.yml" -e accel_nodes_skip_unchanged=false
+play site-unchanged "$books/site.yml"
+report=$root/var/lib/accel-nodes/validation.json
+play validate "$books/validate.yml"
+cp "$report" "$out/validation.json" 2>/dev/null || log "validate.yml wrote no report"
+play validate-no-ldcache "$books/validate.yml" -e accelerator_validation_image=accel-hw/validation:no-ldcache
+cp "$report" "$out/validation-no-ldcache.json" 2>/dev/null || log "validate.yml wrote no report"
+cat >"$root/opt/accel-nodes/facts.yml" <<'FACTS'
+- name: Facts only, the floor a re-run is measured against
+  hosts: all
+  gather_facts: true
+  tasks: []
+FACTS
+play facts-only /opt/accel-nodes/facts.yml
+
+# What a container sees, by the paths users type.
+{
+  echo "\$ nvidia-ctk cdi list"
+  in_node nvidia-ctk cdi list 2>&1 || :
+  echo "\$ grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml"
+  in_node grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml 2>&1 || :
+  for args in "--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all" "--gpus all" "--gpus 1" "--gpus device=0"; do
+    echo "\$ docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L"
+    # shellcheck disable=SC2086
+    in_node docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L 2>&1 || echo "(rc $?)"
+  done
+} >"$out/containers.txt"
+cat "$out/containers.txt" >&2
+
+# The CUDA check module on the host itself: it must pass, and fail with a clear
+# message for a GPU that does not exist and for a hidden libcuda (cuda_check.sh).
+cuda_rc=0
+PYTHONPATH=$root/opt/accel-nodes/python bash "$repo/tests/hardware/cuda_check.sh" "$logs/cuda" >"$logs/cuda/summary.txt" 2>&1 || cuda_rc=$?
+log "cuda_check.sh on the host (rc $cuda_rc): $(tr '\n' ' ' <"$logs/cuda/summary.txt" | cut -c1-600)"
+cat "$out/summary.txt"

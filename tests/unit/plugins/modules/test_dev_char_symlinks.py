@@ -1,0 +1,145 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.accel.nodes.plugins.modules import dev_char_symlinks
+
+FIXTURES = Path(__file__).parents[3] / 'fixtures' / 'dev_char'
+DRY_RUN = (FIXTURES / 'ctk-1.17.8-dry-run.stderr').read_text()
+SECOND_RUN = (FIXTURES / 'ctk-1.17.8-second-run.stderr').read_text()
+NO_DRIVER = (FIXTURES / 'ctk-1.17.8-create-all-no-driver.stderr').read_text()
+LINKS = {
+    '/dev/char/195:0': '/dev/nvidia0',
+    '/dev/char/195:1': '/dev/nvidia1',
+    '/dev/char/195:255': '/dev/nvidiactl',
+    '/dev/char/237:1': '/dev/nvidia-caps/nvidia-cap1',
+}
+
+
+def test_parse_links_reads_every_creating_line_of_the_real_output():
+    assert dev_char_symlinks.parse_links(DRY_RUN) == LINKS
+
+
+def test_parse_links_ignores_the_warnings_of_a_run_where_the_links_exist():
+    assert dev_char_symlinks.parse_links(SECOND_RUN) == LINKS
+
+
+def test_parse_links_of_an_error_is_empty():
+    assert dev_char_symlinks.parse_links(NO_DRIVER) == {}
+
+
+def test_missing_links_keeps_those_that_do_not_exist():
+    present = {'/dev/char/195:0', '/dev/char/237:1'}
+    assert dev_char_symlinks.missing_links(LINKS, lexists=present.__contains__) == ['/dev/char/195:1', '/dev/char/195:255']
+
+
+class FakeTool:
+    """Stands in for run_command: replays the captured output, and creates the links on a real run."""
+
+    def __init__(self, root: Path, dry_run_output: str = DRY_RUN, rc: int = 0, create: bool = True):
+        self.root = root
+        self.output = dry_run_output.replace('/dev/char/', str(root) + '/')
+        self.rc = rc
+        self.create = create
+        self.calls = []
+
+    def __call__(self, argv, environ_update=None, **kwargs):
+        self.calls.append(list(argv))
+        assert environ_update == {'LANG': 'C', 'LC_ALL': 'C'}
+        if self.rc:
+            return self.rc, '', NO_DRIVER
+        if '--dry-run' not in argv and self.create:
+            for path, target in dev_char_symlinks.parse_links(self.output).items():
+                if not os.path.lexists(path):
+                    os.symlink(target, path)
+        return 0, '', self.output
+
+
+@pytest.fixture
+def run(run_module, tmp_path):
+    def _run(tool, **args):
+        args.setdefault('dev_char_path', str(tmp_path))
+        with mock.patch.object(basic.AnsibleModule, 'run_command', tool):
+            return run_module(dev_char_symlinks.main, args)
+    return _run
+
+
+def test_first_run_creates_the_links_and_is_changed(run, tmp_path):
+    tool = FakeTool(tmp_path)
+    result = run(tool)
+    assert result['changed'] is True
+    assert sorted(os.listdir(tmp_path)) == ['195:0', '195:1', '195:255', '237:1']
+    assert [c[-1] for c in tool.calls] == ['--dry-run', '--create-all']
+    assert tool.calls[0][:4] == ['/usr/bin/nvidia-ctk', 'system', 'create-dev-char-symlinks', '--dev-char-path=%s' % tmp_path]
+
+
+def test_second_run_is_not_changed_and_runs_only_the_dry_run(run, tmp_path):
+    run(FakeTool(tmp_path))
+    tool = FakeTool(tmp_path)
+    result = run(tool)
+    assert result['changed'] is False
+    assert result['created'] == []
+    assert len(tool.calls) == 1 and '--dry-run' in tool.calls[0]
+
+
+def test_one_missing_link_is_created_and_named(run, tmp_path):
+    run(FakeTool(tmp_path))
+    os.unlink(tmp_path / '195:1')
+    result = run(FakeTool(tmp_path), create_all=False)
+    assert result['changed'] is True
+    assert result['created'] == ['%s/195:1' % tmp_path]
+    assert os.readlink(tmp_path / '195:1') == '/dev/nvidia1'
+
+
+def test_create_all_false_leaves_out_the_flag(run, tmp_path):
+    tool = FakeTool(tmp_path)
+    run(tool, create_all=False)
+    assert all('--create-all' not in c for c in tool.calls)
+
+
+def test_check_mode_reports_the_change_and_creates_nothing(run, tmp_path):
+    tool = FakeTool(tmp_path)
+    result = run(tool, _ansible_check_mode=True, _ansible_diff=True)
+    assert result['changed'] is True
+    assert len(result['created']) == 4
+    assert os.listdir(tmp_path) == []
+    assert len(tool.calls) == 1
+    assert result['diff']['before'] == ''
+    assert result['diff']['after'].count('\n') == 4
+
+
+def test_no_device_nodes_is_no_change(run, tmp_path):
+    result = run(FakeTool(tmp_path, dry_run_output='time="x" level=info msg="No NVIDIA devices found in /"\n'))
+    assert result['changed'] is False
+    assert result['links'] == {}
+
+
+def test_a_failing_tool_fails_the_task_with_its_message(run, tmp_path):
+    result = run(FakeTool(tmp_path, rc=1))
+    assert result['failed'] is True
+    assert 'no NVIDIA devices found' in result['msg']
+
+
+def test_links_the_tool_did_not_create_fail_the_task(run, tmp_path):
+    result = run(FakeTool(tmp_path, create=False))
+    assert result['failed'] is True
+    assert 'did not create' in result['msg']
+
+
+def test_a_link_to_elsewhere_is_left_alone_with_a_warning(run, tmp_path):
+    os.symlink('/dev/somewhere', tmp_path / '195:0')
+    with mock.patch.object(basic.AnsibleModule, 'warn') as warn:
+        result = run(FakeTool(tmp_path))
+    assert os.readlink(tmp_path / '195:0') == '/dev/somewhere'
+    assert '%s/195:0' % tmp_path not in result['created']
+    assert any('195:0 points to /dev/somewhere' in c.args[0] for c in warn.call_args_list)

@@ -1,0 +1,396 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""What runs where: every role's per-OS data, rendered for every OS the role claims.
+
+Each role claims its platforms in meta/main.yml. For each claimed OS this test loads
+the role's vars files the way its tasks do (defaults/main.yml, vars/main.yml, then the
+per-OS files), templates the package names and repository URLs with Ansible's own
+Templar, and checks them against the vendors' published tables, cited at each table.
+
+Only Debian 12 runs in Molecule; the other rows are checked here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:  # ansible-core >= 2.19 templates only strings marked as trusted
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core 2.18 trusts every string
+    def trust_as_template(value):
+        return value
+
+ROLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles')
+ALL_ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
+                   for p in glob.glob(os.path.join(ROLES, '*', 'meta', 'main.yml')))
+
+# Galaxy platform names and versions, as the roles' meta/main.yml spell them, to the
+# facts Ansible gathers on such a host. EL stands for RHEL and its rebuilds.
+PLATFORM_HOSTS = {
+    ('Ubuntu', 'focal'): [('Ubuntu', '20.04', 'Debian', 'focal')],
+    ('Ubuntu', 'jammy'): [('Ubuntu', '22.04', 'Debian', 'jammy')],
+    ('Ubuntu', 'noble'): [('Ubuntu', '24.04', 'Debian', 'noble')],
+    ('Debian', 'bookworm'): [('Debian', '12.8', 'Debian', 'bookworm')],
+    ('Amazon Linux', '2023'): [('Amazon', '2023', 'RedHat', '')],
+    ('EL', '9'): [('RedHat', '9.4', 'RedHat', 'Plow'), ('Rocky', '9.4', 'RedHat', 'Blue Onyx'),
+                  ('AlmaLinux', '9.4', 'RedHat', 'Seafoam Ocelot')],
+}
+
+# The only OS the Molecule scenarios run (their node image is Debian 12).
+RUN_IN_MOLECULE = {('Debian', '12')}
+
+
+def _trusted(data):
+    if isinstance(data, str):
+        return trust_as_template(data)
+    if isinstance(data, dict):
+        return {k: _trusted(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_trusted(v) for v in data]
+    return data
+
+
+def _load(role, *parts):
+    path = os.path.join(ROLES, role, *parts)
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return _trusted(yaml.safe_load(f) or {})
+
+
+def host(distribution, version, os_family, release='', architecture='x86_64', kernel='6.8.0-1024-aws'):
+    return {
+        'distribution': distribution,
+        'distribution_version': version,
+        'distribution_major_version': version.split('.')[0],
+        'distribution_release': release,
+        'os_family': os_family,
+        'architecture': architecture,
+        'kernel': kernel,
+    }
+
+
+def claimed_hosts(role):
+    """The hosts a role claims in meta/main.yml, as fact dicts."""
+    meta = _load(role, 'meta', 'main.yml')
+    hosts = []
+    for platform in meta['galaxy_info']['platforms']:
+        for version in platform['versions']:
+            key = (platform['name'], str(version))
+            assert key in PLATFORM_HOSTS, '%s claims %r, which this test does not know' % (role, key)
+            hosts.extend(host(*h) for h in PLATFORM_HOSTS[key])
+    return hosts
+
+
+def _first(role, names):
+    for name in names:
+        if os.path.exists(os.path.join(ROLES, role, 'vars', name)):
+            return name
+    return None
+
+
+def vars_files(role, facts):
+    """The per-OS vars files the role's tasks load for these facts, in order."""
+    d, major, family = facts['distribution'], facts['distribution_major_version'], facts['os_family']
+    if role == 'nvidia_driver':  # tasks/main.yml: <family>.yml, then the first of <Dist>-<major>, <family>-<major>
+        second = _first(role, ['%s-%s.yml' % (d, major), '%s-%s.yml' % (family, major)])
+        return ['%s.yml' % family, second] if second else None
+    if role == 'neuron_driver':  # tasks/variables.yml: <family>.yml, then <Dist>-<major>.yml if there is one
+        return ['%s.yml' % family] + [n for n in ['%s-%s.yml' % (d, major)] if _first(role, [n])]
+    if role in ('docker', 'nvidia_container_toolkit'):  # first_found <Dist>-<major>, <Dist>, <family>
+        found = _first(role, ['%s-%s.yml' % (d, major), '%s.yml' % d, '%s.yml' % family])
+        return [found] if found else None
+    if role == 'neuron_container_runtime':  # tasks/variables.yml: <family>.yml
+        return ['%s.yml' % family]
+    return []  # oci_add_hooks, accelerator_validation: vars/main.yml only
+
+
+def render(role, facts, **extra):
+    variables = {}
+    variables.update(_load(role, 'defaults', 'main.yml'))
+    variables.update(_load(role, 'vars', 'main.yml'))
+    files = vars_files(role, facts)
+    assert files is not None, '%s has no vars for %r' % (role, facts)
+    for name in files:
+        variables.update(_load(role, 'vars', name))
+    variables['ansible_facts'] = facts
+    variables['ansible_check_mode'] = False
+    variables.update(_trusted(extra))
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+def value(templar, expr):
+    return templar.template(trust_as_template('{{ %s }}' % expr))
+
+
+def _ids(hosts):
+    return ['%s-%s' % (h['distribution'], h['distribution_version']) for h in hosts]
+
+
+def _cases(role):
+    hosts = claimed_hosts(role)
+    return pytest.mark.parametrize('facts', hosts, ids=_ids(hosts))
+
+
+# What the roles claim.
+
+@pytest.mark.parametrize('role', ALL_ROLES)
+def test_no_role_claims_el8(role):
+    """ansible-core 2.17 and later cannot manage EL8's platform Python (3.6, the only
+    one with dnf bindings), and meta/runtime.yml requires ansible-core 2.18."""
+    meta = _load(role, 'meta', 'main.yml')
+    for platform in meta['galaxy_info']['platforms']:
+        if platform['name'] == 'EL':
+            assert '8' not in [str(v) for v in platform['versions']], role
+    assert not os.path.exists(os.path.join(ROLES, role, 'vars', 'RedHat-8.yml'))
+
+
+@pytest.mark.parametrize('role', ALL_ROLES)
+def test_every_claimed_os_has_its_vars(role):
+    for facts in claimed_hosts(role):
+        assert vars_files(role, facts) is not None, (role, facts)
+
+
+def test_support_table():
+    """Every OS some role claims, and how it was checked."""
+    claimed = sorted({(h['distribution'], h['distribution_major_version']) for r in ALL_ROLES for h in claimed_hosts(r)})
+    assert claimed == [('AlmaLinux', '9'), ('Amazon', '2023'), ('Debian', '12'), ('RedHat', '9'), ('Rocky', '9'),
+                       ('Ubuntu', '20'), ('Ubuntu', '22'), ('Ubuntu', '24')]
+    assert RUN_IN_MOLECULE <= set(claimed)
+
+
+def test_nvidia_driver_branch_comment_names_the_branch_designations():
+    """NVIDIA's support matrix (docs.nvidia.com/datacenter/tesla/drivers/615/
+    supported-drivers-and-cuda-toolkit-versions.html): R580 is a Long Term Support
+    Branch, R595 the Production Branch."""
+    with open(os.path.join(ROLES, 'nvidia_driver', 'defaults', 'main.yml')) as f:
+        text = f.read()
+    comment = text.split('nvidia_driver_branch:')[0].rsplit('\n\n', 1)[-1]
+    assert re.search(r'580 is NVIDIA.s Long Term Support branch', comment)
+    assert re.search(r'Production Branch is 595', comment)
+    assert 'current production branch' not in comment
+    assert _load('nvidia_driver', 'defaults', 'main.yml')['nvidia_driver_branch'] == '580'
+
+
+# docker. Docker's install guides (docs.docker.com/engine/install/{ubuntu,debian,rhel,centos}):
+# the apt repository https://download.docker.com/linux/<ubuntu|debian>, the RPM one
+# https://download.docker.com/linux/<rhel|centos>/$releasever/$basearch/<channel>, and
+# the packages docker-ce, docker-ce-cli, containerd.io. RHEL rebuilds use the centos
+# repository. Amazon Linux 2023 ships docker and containerd itself, and Docker
+# publishes no repository for it.
+DOCKER_CE_DISTRO = {'Ubuntu': 'ubuntu', 'Debian': 'debian', 'RedHat': 'rhel', 'Rocky': 'centos', 'AlmaLinux': 'centos'}
+
+
+@_cases('docker')
+def test_docker(facts):
+    t = render('docker', facts)
+    packages = value(t, '__docker_packages')
+    if facts['distribution'] == 'Amazon':
+        assert packages == {'distro': {'docker': ['docker'], 'containerd': ['containerd']}, 'docker_ce': {}}
+        return
+    assert packages['docker_ce'] == {'docker': ['docker-ce', 'docker-ce-cli', 'containerd.io'], 'containerd': ['containerd.io']}
+    assert value(t, '__docker_ce_url') == 'https://download.docker.com/linux/' + DOCKER_CE_DISTRO[facts['distribution']]
+    if facts['os_family'] == 'Debian':  # Debian's and Ubuntu's own packages
+        assert packages['distro'] == {'docker': ['docker.io'], 'containerd': ['containerd']}
+    else:  # RHEL ships Podman, not Docker
+        assert packages['distro'] == {}
+
+
+# nvidia_container_toolkit. NVIDIA's install guide (docs.nvidia.com/datacenter/cloud-native/
+# container-toolkit/latest/install-guide.html): apt source
+# https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /, dnf repository
+# https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch, and the packages
+# nvidia-container-toolkit, nvidia-container-toolkit-base, libnvidia-container-tools,
+# libnvidia-container1 at one version.
+@_cases('nvidia_container_toolkit')
+def test_nvidia_container_toolkit(facts):
+    t = render('nvidia_container_toolkit', facts)
+    url = value(t, "nvidia_container_toolkit_repo_url ~ '/' ~ nvidia_container_toolkit_repo_channel ~ '/' ~ __nvidia_container_toolkit_repo_path")
+    apt = facts['os_family'] == 'Debian'
+    assert url == 'https://nvidia.github.io/libnvidia-container/stable/' + ('deb/$(ARCH)' if apt else 'rpm/$basearch')
+    version = value(t, 'nvidia_container_toolkit_version')
+    assert value(t, '__nvidia_container_toolkit_pinned') == [
+        '%s%s%s' % (p, '=' if apt else '-', version)
+        for p in ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools', 'libnvidia-container1']]
+
+
+# neuron_driver. AWS's Neuron setup guides: apt source
+# "deb https://apt.repos.neuron.amazonaws.com ${VERSION_CODENAME} main", dnf baseurl
+# https://yum.repos.neuron.amazonaws.com, both signed by GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB.
+def _neuron_driver(facts, kernel=None, **extra):
+    facts = dict(facts, kernel=kernel or facts['kernel'])
+    variables = {'neuron_driver_target_kernel': facts['kernel']}
+    variables.update(extra)
+    t = render('neuron_driver', facts, **variables)
+    repo = value(t, "(neuron_driver_repo_url if neuron_driver_repo_url | length > 0 else __neuron_driver_repo_url) | regex_replace('/+$', '')")
+    return t, repo
+
+
+@_cases('neuron_driver')
+def test_neuron_driver_repository(facts):
+    t, repo = _neuron_driver(facts)
+    apt = facts['os_family'] == 'Debian'
+    assert repo == ('https://apt.repos.neuron.amazonaws.com' if apt else 'https://yum.repos.neuron.amazonaws.com')
+    if apt:
+        suite = value(t, "neuron_driver_repo_suite if neuron_driver_repo_suite | length > 0 else ansible_facts.distribution_release")
+        assert suite == facts['distribution_release']
+
+
+# The headers package of the running kernel: linux-headers-<kernel> on Debian and Ubuntu,
+# kernel-devel-<kernel> on EL, and on AL2023 the package of the kernel's series, as the
+# EKS AMI's install-neuron-driver.sh does (KERNEL_PACKAGE=kernel6.12 on a 6.12 kernel).
+@pytest.mark.parametrize('facts, kernel, headers', [
+    (host('Ubuntu', '22.04', 'Debian', 'jammy'), '6.8.0-1024-aws', 'linux-headers-6.8.0-1024-aws'),
+    (host('Debian', '12.8', 'Debian', 'bookworm'), '6.1.0-28-cloud-amd64', 'linux-headers-6.1.0-28-cloud-amd64'),
+    (host('Rocky', '9.4', 'RedHat'), '5.14.0-427.13.1.el9_4.x86_64', 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.1.102-108.177.amzn2023.x86_64', 'kernel-devel-6.1.102-108.177.amzn2023.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.12.40-63.114.amzn2023.x86_64', 'kernel6.12-devel-6.12.40-63.114.amzn2023.x86_64'),
+    (host('Amazon', '2023', 'RedHat'), '6.18.2-10.45.amzn2023.x86_64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.x86_64'),
+], ids=['ubuntu', 'debian', 'rocky', 'al2023-6.1', 'al2023-6.12', 'al2023-6.18'])
+def test_neuron_driver_headers(facts, kernel, headers):
+    t, _repo = _neuron_driver(facts, kernel)
+    assert value(t, '__neuron_driver_headers_package') == headers
+
+
+# apt matches a pin against the whole Debian version, and the Neuron apt repository
+# versions aws-neuronx-runtime-lib and aws-neuronx-collectives with a build hash
+# (aws-neuronx-runtime-lib_2.31.24.0-0b044f4ce_amd64.deb). AWS's own Neuron containers
+# pin them as name=2.21.41.0*. dnf keeps the hash in the release, outside name-version.
+PACKAGES = [{'name': 'aws-neuronx-dkms', 'version': '2.24.*'}, {'name': 'aws-neuronx-tools', 'version': '2.29.18.0'},
+            {'name': 'aws-neuronx-runtime-lib', 'version': '2.31.24.0'}]
+
+
+@_cases('neuron_driver')
+def test_neuron_driver_pins_match_hashed_versions(facts):
+    t, _repo = _neuron_driver(facts, neuron_driver_packages=PACKAGES)
+    specs = value(t, '__neuron_driver_package_specs')
+    if facts['os_family'] == 'Debian':
+        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
+        import fnmatch
+        assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
+    else:
+        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.29.18.0', 'aws-neuronx-runtime-lib-2.31.24.0']
+
+
+def test_neuron_driver_leaves_the_inf1_hook_package_alone():
+    """AWS's OCI hook tutorial installs aws-neuron-runtime-base on Inf1; the container
+    runtime role owns it, so the driver role must not remove it as legacy."""
+    legacy = _load('neuron_driver', 'defaults', 'main.yml')['neuron_driver_legacy_packages']
+    assert 'aws-neuron-runtime-base' not in legacy
+    assert _load('neuron_container_runtime', 'vars', 'main.yml')['__neuron_container_runtime_inf1_hook_package'] not in legacy
+    assert {'aws-neuron-dkms', 'aws-neuron-tools', 'aws-neuron-runtime'} <= set(legacy)
+
+
+# neuron_container_runtime. AWS's "Tutorial Docker Neuron OCI Hook Setup": Inf1 installs
+# aws-neuron-runtime-base, Inf2 and Trn1 aws-neuronx-oci-hook.
+def _hook(facts, instance_type='', pci_ids=(), **extra):
+    accelerators = {'ec2': {'instance_type': instance_type},
+                    'neuron': {'devices': [{'pci_device_id': p} for p in pci_ids]}}
+    t = render('neuron_container_runtime', dict(facts, accelerators=accelerators), **extra)
+    task = _load('neuron_container_runtime', 'tasks', 'hook-package.yml')[1]
+    local = Templar(loader=DataLoader(), variables=dict(t.available_variables, **task['vars']))
+    decided = local.template(task['ansible.builtin.set_fact'])
+    spec = Templar(loader=DataLoader(), variables=dict(t.available_variables, **decided)).template(
+        trust_as_template('{{ __neuron_container_runtime_hook_spec }}'))
+    return decided, spec
+
+
+@_cases('neuron_container_runtime')
+@pytest.mark.parametrize('instance_type, pci_ids, package, version', [
+    ('inf1.6xlarge', (), 'aws-neuron-runtime-base', '1.*'),
+    ('', ('0x7064',), 'aws-neuron-runtime-base', '1.*'),  # Inferentia by PCI id, no instance type
+    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.15.13.0'),
+    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.15.13.0'),
+])
+def test_neuron_container_runtime_hook_package(facts, instance_type, pci_ids, package, version):
+    decided, spec = _hook(facts, instance_type, pci_ids)
+    assert decided['neuron_container_runtime_hook_package'] == package
+    assert decided['neuron_container_runtime_hook_version'] == version
+    apt = facts['os_family'] == 'Debian'
+    glob_ = '' if version.endswith('*') or not apt else '*'
+    assert spec == package + ('=' if apt else '-') + version + glob_
+
+
+def test_neuron_container_runtime_hook_package_override():
+    decided, _spec = _hook(host('Ubuntu', '22.04', 'Debian', 'jammy'), 'inf1.xlarge',
+                           neuron_container_runtime_oci_hook_package='aws-neuronx-oci-hook')
+    assert decided['neuron_container_runtime_hook_package'] == 'aws-neuronx-oci-hook'
+    assert decided['neuron_container_runtime_hook_version'] == '2.15.13.0'
+
+
+# oci_add_hooks: only Amazon Linux ships an oci-add-hooks package; elsewhere it is built.
+@_cases('oci_add_hooks')
+def test_oci_add_hooks_method(facts):
+    t = render('oci_add_hooks', facts)
+    packaged = facts['distribution'] in value(t, '__oci_add_hooks_package_distributions')
+    assert packaged == (facts['distribution'] == 'Amazon')
+
+
+# Holds on dnf. community.general.dnf_versionlock drives dnf's versionlock plugin, its
+# documented requirement, which no minimal EL9 or AL2023 install carries: the package
+# python3-dnf-plugin-versionlock of dnf-plugins-core.
+def _tasks(role):
+    for path in sorted(glob.glob(os.path.join(ROLES, role, 'tasks', '*.yml'))):
+        with open(path) as f:
+            yield os.path.basename(path), f.read()
+
+
+@pytest.mark.parametrize('role', ALL_ROLES)
+def test_dnf_holds_install_the_versionlock_plugin(role):
+    locking = [name for name, text in _tasks(role) if 'community.general.dnf_versionlock:' in text]
+    if not locking:
+        return
+    var = '__%s_versionlock_package' % role
+    assert _load(role, 'vars', 'RedHat.yml').get(var) == 'python3-dnf-plugin-versionlock', role
+    installs = [name for name, text in _tasks(role)
+                if re.search(r'ansible\.builtin\.dnf:\n\s+name: "\{\{ %s \}\}"' % var, text)]
+    assert installs, '%s locks packages with dnf but never installs %s' % (role, var)
+    for name, text in _tasks(role):
+        # every lock that may run before the plugin is installed is guarded by it
+        for block in re.split(r'\n(?=- name:|    - name:)', text):
+            if 'community.general.dnf_versionlock:' in block and "state: absent" in block and name not in installs:
+                assert var in block, '%s %s releases locks without checking for the plugin' % (role, name)
+
+
+def test_offline_example_keeps_the_neuron_driver_off_the_internet():
+    """aws-neuronx-dkms's preinstall runs update-pciids (aws-neuron/aws-neuron-driver, file
+    preinstall), which needs the internet: the air-gap example turns it off, with an
+    option the role declares."""
+    path = os.path.join(ROLES, '..', 'examples', 'group_vars', 'offline_mirror.yml')
+    with open(path) as f:
+        offline = yaml.safe_load(f)
+    assert offline['neuron_driver_update_pciids'] is False
+    options = {}
+    for role in ALL_ROLES:
+        options.update(_load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options'])
+    assert not [k for k in offline if k not in options]
+    assert options['neuron_driver_update_pciids']['default'] is True
+
+
+# apt runs maintainer scripts with PATH = DPkg::Path ("/usr/sbin:/usr/bin:/sbin:/bin" by
+# default, apt.conf(5)); rpm runs scriptlets with PATH = %_install_script_path
+# ("/sbin:/bin:/usr/sbin:/usr/bin"). The no-op update-pciids in /usr/local/sbin is found
+# by the driver's preinstall only when the role puts /usr/local/sbin first there.
+@_cases('neuron_driver')
+def test_neuron_driver_offline_package_scripts_find_the_no_op_first(facts):
+    t, _repo = _neuron_driver(facts)
+    content = value(t, '__neuron_driver_script_path_content')
+    shim = value(t, '__neuron_driver_update_pciids_shim')
+    if facts['os_family'] == 'Debian':
+        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/apt/apt.conf.d/')
+        path = re.search(r'^DPkg::Path "([^"]+)";$', content, re.M).group(1)
+    else:
+        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/rpm/macros.')
+        path = re.search(r'^%_install_script_path (\S+)$', content, re.M).group(1)
+    dirs = path.split(':')
+    assert dirs[0] == os.path.dirname(shim) == '/usr/local/sbin'
+    assert {'/usr/sbin', '/usr/bin', '/sbin', '/bin'} <= set(dirs)
