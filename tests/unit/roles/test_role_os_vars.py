@@ -13,6 +13,7 @@ Only Debian 12 runs in Molecule; the other rows are checked here and nowhere els
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import re
@@ -275,7 +276,6 @@ def test_neuron_driver_pins_match_hashed_versions(facts):
     specs = value(t, '__neuron_driver_package_specs')
     if facts['os_family'] == 'Debian':
         assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
-        import fnmatch
         assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
     else:
         assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.29.18.0', 'aws-neuronx-runtime-lib-2.31.24.0']
