@@ -349,7 +349,6 @@ def test_injected_plain_variable():
     assert d['present'] and d['volta']
 
 
-
 # Fabric Manager on NVSwitch systems.
 
 P5_SWITCHES = {'present': True, 'generation': 3, 'source': 'pci', 'devices': ['0000:07:00.0']}
