@@ -172,7 +172,20 @@ play() { # name playbook args...
   log "$(printf '%-22s rc=%-3s %6.1f s  %s' "$name" "$rc" "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" "$recap")"
 }
 books=/opt/accel-nodes/src/playbooks
+# Check mode must write nothing: every path whose size or modification time the
+# check run changed, or that it created or removed, outside what Ansible, Docker,
+# systemd and logging write for themselves.
+snapshot() {
+  in_node find / -xdev \( -path /root/.ansible -o -path /var/log -o -path /var/lib/docker \
+    -o -path /var/lib/containerd -o -path /var/lib/systemd -o -path /var/cache \) -prune \
+    -o -printf '%p %s %T@ %m\n' | LC_ALL=C sort
+}
+snapshot >"$logs/check-before.txt"
 play check-fresh "$books/site.yml" --check
+snapshot >"$logs/check-after.txt"
+LC_ALL=C comm -3 "$logs/check-before.txt" "$logs/check-after.txt" >"$logs/check-fresh-writes.txt" || :
+log "site.yml --check changed $(grep -c . "$logs/check-fresh-writes.txt") path(s) outside Ansible's, Docker's, systemd's and the logs' own (logs/check-fresh-writes.txt)"
+rm -f "$logs/check-before.txt" "$logs/check-after.txt"
 play site-first "$books/site.yml"
 play site-full-rerun "$books/site.yml" -e accel_nodes_skip_unchanged=false
 play site-unchanged "$books/site.yml"
