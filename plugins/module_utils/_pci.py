@@ -80,6 +80,21 @@ def _int_or_none(text):
         return None
 
 
+def _devices(root):
+    """(bus id, sysfs path, vendor) of every PCI device under root, or None
+    when there is no PCI sysfs to read. Both scans below walk this list."""
+    names = _rootfs.list_dir(root, PCI_DEVICES)
+    if names is None:
+        return None
+    found = []
+    for name in names:
+        bus_id = normalise_bus_id(name)
+        if bus_id is not None:
+            base = PCI_DEVICES + '/' + name
+            found.append((bus_id, base, _rootfs.read_value(root, base + '/vendor')))
+    return found
+
+
 def scan(root):
     """Accelerators on the PCI bus under root.
 
@@ -88,16 +103,11 @@ def scan(root):
     numa_node (None when sysfs says -1) and driver (the bound kernel driver's
     name, or None).
     """
-    names = _rootfs.list_dir(root, PCI_DEVICES)
-    if names is None:
+    devices = _devices(root)
+    if devices is None:
         return None
     found = []
-    for name in names:
-        bus_id = normalise_bus_id(name)
-        if bus_id is None:
-            continue
-        base = PCI_DEVICES + '/' + name
-        vendor = _rootfs.read_value(root, base + '/vendor')
+    for bus_id, base, vendor in devices:
         if vendor == NVIDIA_VENDOR:
             pci_class = _rootfs.read_value(root, base + '/class') or ''
             if not pci_class.startswith(_NVIDIA_GPU_CLASSES):
@@ -133,17 +143,12 @@ def scan_fabric(root):
     id lists: nvswitches (NVIDIA bridges of class 0x0680, HGX A100/H100/H200)
     and management_bridges (Mellanox devices whose VPD names SW_MNG, HGX B200).
     """
-    names = _rootfs.list_dir(root, PCI_DEVICES)
-    if names is None:
+    devices = _devices(root)
+    if devices is None:
         return None
     nvswitches = []
     bridges = []
-    for name in names:
-        bus_id = normalise_bus_id(name)
-        if bus_id is None:
-            continue
-        base = PCI_DEVICES + '/' + name
-        vendor = _rootfs.read_value(root, base + '/vendor')
+    for bus_id, base, vendor in devices:
         if vendor == NVIDIA_VENDOR:
             if (_rootfs.read_value(root, base + '/class') or '').startswith(NVSWITCH_CLASS):
                 nvswitches.append(bus_id)
