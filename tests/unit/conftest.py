@@ -6,9 +6,18 @@
 from __future__ import annotations
 
 import json
+import os
 from unittest import mock
 
 import pytest
+
+from ansible.plugins.loader import init_plugin_loader
+
+# Ansible's own collection loader, on the tree tests/rig/units.sh builds (the
+# PYTHONPATH it sets), before any test imports the collection: the role tests
+# template the roles' expressions, which call the collection's filters
+# (accel.nodes.chroot_connection).
+init_plugin_loader([p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p.endswith('collections')])
 
 from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
