@@ -75,6 +75,19 @@ options:
       - The EC2 instance type to compare the host against, instead of the one DMI or the
         metadata service reports. Use it when baking an AMI on a build host of another type.
     type: str
+  image:
+    description:
+      - The host is a build host and the root an image baked for another machine (an AMI bake in a chroot,
+        where C(/proc), C(/sys) and C(/dev) are the build host's).
+      - The build host's hardware is then never read. O(gather)'s V(pci), V(nvidia_procfs), V(nvidia_smi),
+        V(neuron), V(kernel_modules), V(device_nodes), V(ec2) and V(imds) are left out and recorded as V(image)
+        in C(sources), so the facts have no device, no loaded driver and no module.
+      - The hardware is what O(instance_type) promises, from the EC2 catalog (C(ec2.expected), and the NVSwitch
+        fabric of the instance type). Without O(instance_type) the facts name no hardware at all.
+      - The image has none of the promised devices, so nothing is compared with the catalog and no problem is
+        reported for them. V(container_runtimes) still reads the image's configuration.
+    type: bool
+    default: false
   nvswitch:
     description:
       - Whether the host manages an NVSwitch fabric (and so needs NVIDIA Fabric Manager),
@@ -123,6 +136,11 @@ EXAMPLES = r"""
 - name: Read only the PCI bus and the NVIDIA driver, without running any command
   accel.nodes.accelerator_facts:
     gather: [pci, nvidia_procfs, kernel_modules]
+
+- name: Bake an AMI for a g5.xlarge in a chroot, whatever devices the build host has
+  accel.nodes.accelerator_facts:
+    instance_type: g5.xlarge
+    image: true
 
 - name: Decide from the facts
   ansible.builtin.debug:
@@ -315,8 +333,8 @@ ansible_facts:
         sources:
           description:
             - How each source went. V(ok), V(missing) (no such file or tool), V(skipped)
-              (not gathered or not needed), V(rc N) (a command's exit code), V(unreachable)
-              (IMDS), or a short error.
+              (not gathered or not needed), V(image) (the build host's, not read because of O(image)),
+              V(rc N) (a command's exit code), V(unreachable) (IMDS), or a short error.
             - Keys are V(pci), V(nvidia_procfs), V(nvidia_smi), V(neuron), V(neuron_ls),
               V(kernel_modules), V(device_nodes), V(container_runtimes), V(dmi) and V(imds).
           type: dict
@@ -349,6 +367,10 @@ GATHER_CHOICES = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'kernel_module
                   'device_nodes', 'container_runtimes', 'ec2', 'imds']
 SOURCES = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'neuron_ls', 'kernel_modules',
            'device_nodes', 'container_runtimes', 'dmi', 'imds']
+# What describes the machine the module runs on rather than its root's image.
+HOST_GATHER = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'kernel_modules', 'device_nodes', 'ec2', 'imds']
+HOST_SOURCES = ['pci', 'nvidia_procfs', 'nvidia_smi', 'neuron', 'neuron_ls', 'kernel_modules', 'device_nodes',
+                'dmi', 'imds']
 COMMAND_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
@@ -373,6 +395,13 @@ class Probe(object):
         self.root = params['root'] or '/'
         self.wanted = set(params['gather'])
         self.sources = dict.fromkeys(SOURCES, 'skipped')
+        self.image = bool(params['image'])
+        if self.image:
+            # In a chroot these are the build host's: its PCI bus, drivers,
+            # modules, device nodes and instance identity.
+            self.wanted -= set(HOST_GATHER)
+            for source in HOST_SOURCES:
+                self.sources[source] = 'image'
         self.problems = []
 
     # -- running the tools -------------------------------------------------
@@ -617,9 +646,10 @@ class Probe(object):
         nvidia['nvswitch'], found = _nvswitch.decide(
             fabric, nvidia['gpus'], len(pci_gpus), ec2['instance_type'], self.module.params['nvswitch'])
         self.problems.extend(found)
-        where = 'the PCI bus' if pci_scanned else 'this host'
-        self.problems.extend(_ec2_catalog.compare(
-            ec2['instance_type'], ec2['expected'], nvidia['gpus'], neuron['devices'], where))
+        if not self.image:
+            where = 'the PCI bus' if pci_scanned else 'this host'
+            self.problems.extend(_ec2_catalog.compare(
+                ec2['instance_type'], ec2['expected'], nvidia['gpus'], neuron['devices'], where))
 
         runtimes = None
         if 'container_runtimes' in self.wanted:
@@ -654,6 +684,7 @@ def main():
             nvidia_smi_path=dict(type='path'),
             neuron_ls_path=dict(type='path'),
             instance_type=dict(type='str'),
+            image=dict(type='bool', default=False),
             nvswitch=dict(type='bool'),
             imds_timeout=dict(type='float', default=1.0),
         ),
