@@ -54,7 +54,9 @@ def bake_facts(run_module, monkeypatch):
     monkeypatch.setattr(_ec2, 'imds_instance_type', refuse)
 
     def _facts(build_host, instance_type, image=True):
-        args = {'root': str(ROOTS / build_host), 'instance_type': instance_type, 'image': image}
+        args = {'root': str(ROOTS / build_host), 'image': image}
+        if instance_type:
+            args['instance_type'] = instance_type
         if not image:
             args['gather'] = ['pci', 'kernel_modules']  # what bake.yml read before issue 16
         result = run_module(accelerator_facts.main, args)
@@ -126,3 +128,17 @@ def test_the_same_bake_reading_the_build_hosts_pci_bus_would_pin_the_inf1_driver
 
 def test_an_inf1_bake_on_a_gpu_build_host_pins_the_inf1_driver(bake_facts):
     assert neuron_pin(bake_facts('p3.16xlarge', 'inf1.6xlarge'), 'inf1.6xlarge') == '2.24.*'
+
+
+def test_a_bake_with_only_a_vendor_on_a_v100_host_gets_the_default_open_modules(bake_facts):
+    """accel_nodes_bake_vendor=nvidia and no instance type: nothing names the hardware, nvidia_driver_force does."""
+    decision = nvidia_decision(bake_facts('p3.16xlarge', None), '')
+    assert decision['present'] is True
+    assert decision['reason'] == 'nvidia_driver_force is true'
+    assert decision['kernel_module'] == 'open'
+    assert decision['pci_gpus'] == 0
+
+
+def test_a_bake_with_only_a_vendor_on_an_inf1_host_pins_the_current_driver(bake_facts):
+    defaults = yaml.safe_load((ROLES / 'neuron_driver' / 'defaults' / 'main.yml').read_text())
+    assert neuron_pin(bake_facts('inf1.6xlarge', None), '') == defaults['neuron_driver_dkms_version']
