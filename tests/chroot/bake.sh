@@ -373,13 +373,13 @@ run_case() {
       fail "second run failed (log: $logs/$case-idempotence.log)"
     fi
   else
-    fail "bake failed (log: $logs/$case-converge.log): $(grep -E '^fatal|"msg"|^ *msg:' "$logs/$case-converge.log" | head -3 | tr '\n' ' ')"
+    fail "bake failed (log: $logs/$case-converge.log): $(grep -E -A3 '^fatal' "$logs/$case-converge.log" | grep -E -m1 '"msg"|^ *msg:' | sed 's/^ *//')"
   fi
 
   # The hardware comes from the target instance type (issue 16 item 3): the
   # NVIDIA role says where its GPUs came from.
   if grep -h -A2 'Show the decision' "$logs/$case-check.log" "$logs/$case-converge.log" 2>/dev/null | grep -q 'on the PCI bus'; then
-    fail "the NVIDIA role decided from the build host's PCI bus: $(grep -h -A1 'Show the decision' "$logs/$case-check.log" | grep -o 'msg:.*' | head -1)"
+    fail "the NVIDIA role decided from the build host's PCI bus, not from $instance_type (its decision is printed above)"
   fi
 
   daemons_after=$(pgrep -x 'dockerd|containerd|nvidia-persistenced' | sort || :)
