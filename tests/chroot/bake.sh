@@ -102,7 +102,10 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-# A run killed with SIGKILL leaves its work directory: undo its mounts first.
+# One run at a time on a machine: a second one waits. Under the lock, a work
+# directory that exists is one a killed run left: undo its mounts, remove it.
+exec 9>"${prefix}lock"
+flock -n 9 || { echo "bake.sh: another chroot bake runs on this machine; waiting for it"; flock 9; }
 for stale in "$prefix"*; do
   [ -d "$stale" ] || continue
   work=$stale
@@ -206,7 +209,8 @@ playbook() { # step log-name ARGS...
 
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
-package_version() { in_root dpkg-query -W -f '${db:Status-Abbrev}${Version}' "$1" 2>/dev/null | sed -n 's/^ii *//p' || :; }
+# The version of an installed package, held ("hi", as the roles leave them) or not.
+package_version() { in_root dpkg-query -W -f '${db:Status-Abbrev}${Version}' "$1" 2>/dev/null | sed -n 's/^[hi]i *//p' || :; }
 
 verify_image() { # bake-succeeded
   local kernels k mod_name mod_ver want_pkgs absent_pkgs p v wanted dkms link f
@@ -227,7 +231,7 @@ verify_image() { # bake-succeeded
 
   # No module of the image is built for the build host's kernel (checked
   # even when the bake failed: a failed bake may have built one already).
-  dkms=$(in_root dkms status 2>&1 || :)
+  dkms=$(in_root dkms status 2>/dev/null || :)
   if grep -F ", $host_kernel," <<<"$dkms" >/dev/null; then fail "dkms lists a module for the build host's kernel $host_kernel"; fi
   if [ -e "$root/lib/modules/$host_kernel" ]; then
     fail "/lib/modules/$host_kernel (the build host's kernel) exists in the image: $(find "$root/lib/modules/$host_kernel" -type f | sed "s|^$root||" | tr '\n' ' ')"
