@@ -109,4 +109,6 @@ rm -f "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin
 
 tar -C "$rootfs" --numeric-owner --xattrs -c . | zstd -q -T0 -3 -o "$tarball.tmp"
 mv "$tarball.tmp" "$tarball"
+# Roots of earlier recipes are never used again.
+find "$cache" -maxdepth 1 -name "$suite-*.tar.zst" ! -name "${tarball##*/}" -delete
 echo "$tarball"
