@@ -201,9 +201,12 @@ playbook() { # step log-name ARGS...
   if [ "$rc" -ne 0 ]; then
     grep -E -A12 '^(fatal|failed):' "$log" | head -40 || :
   fi
+  # Nothing the bake started may outlive it: a daemon of the image would run
+  # on the build host. (Counting dockerd on the host says nothing on a machine
+  # whose Molecule nodes run Docker of their own.)
   local procs
   procs=$(chroot_processes "$root")
-  [ -z "$procs" ] || fail "$step left processes running in the chroot: $procs"
+  [ -z "$procs" ] && ok "$step left no process running in the chroot" || fail "$step left processes running in the chroot: $procs"
   [ "$rc" -eq 0 ] && [ "${failed:-1}" = 0 ] && [ "${unreachable:-1}" = 0 ]
 }
 
@@ -322,6 +325,7 @@ run_case() {
   work=$(mktemp -d "${prefix}XXXXXX")
   root=$work/root
   mkdir "$root"
+  rm -f "$logs/$case.manifest"
   zstd -q -d -c "$tarball" | tar -C "$root" --numeric-owner --xattrs -x
 
   if [[ $case == *-nodev ]]; then
@@ -352,8 +356,6 @@ run_case() {
   printf '[bake]\n%s\n' "$root" >"$inventory/hosts"
   echo "$group_vars" >"$inventory/group_vars/all.yml"
 
-  local daemons_before daemons_after
-  daemons_before=$(pgrep -x 'dockerd|containerd|nvidia-persistenced' | sort || :)
   bake_started=$(date +%s)
 
   before=$(snapshot "$root")
@@ -377,7 +379,7 @@ run_case() {
       fail "second run failed (log: $logs/$case-idempotence.log)"
     fi
   else
-    fail "bake failed (log: $logs/$case-converge.log): $(grep -E -A3 '^fatal' "$logs/$case-converge.log" | grep -E -m1 '"msg"|^ *msg:' | sed 's/^ *//')"
+    fail "bake failed (log: $logs/$case-converge.log): $(grep -E -A12 '^fatal' "$logs/$case-converge.log" | grep -E -m1 '"msg"|^ *msg:' | sed 's/^ *//')"
   fi
 
   # The hardware comes from the target instance type (issue 16 item 3): the
@@ -394,10 +396,6 @@ run_case() {
     fi
   fi
 
-  daemons_after=$(pgrep -x 'dockerd|containerd|nvidia-persistenced' | sort || :)
-  [ -z "$(comm -13 <(echo "$daemons_before") <(echo "$daemons_after"))" ] && ok "no daemon started on the build host" ||
-    fail "daemons started on the build host: $(comm -13 <(echo "$daemons_before") <(echo "$daemons_after") | tr '\n' ' ')"
-
   verify_image "$bake_ok"
 
   unmount_all
@@ -412,7 +410,9 @@ done
 # A bake on a build host with accelerators makes the same image as on one
 # without them.
 for case in g5 inf2; do
-  if [[ " $* " == *" $case "* && " $* " == *" $case-nodev "* ]]; then
+  # Both ran now, and both bakes got through (a failed one wrote no manifest).
+  if [[ " $* " == *" $case "* && " $* " == *" $case-nodev "* ]] &&
+    [ -f "$logs/$case.manifest" ] && [ -f "$logs/$case-nodev.manifest" ]; then
     if diff -u "$logs/$case-nodev.manifest" "$logs/$case.manifest" >"$logs/$case.manifest.diff"; then
       ok "same image as on a build host without accelerators"
     else
