@@ -2,8 +2,9 @@
 # The stage functions are called through `stage`, which shellcheck cannot follow.
 # shellcheck disable=SC2317
 # The whole test suite: host set-up, virtual environments, unit tests on both
-# supported ansible-core versions, lint, sanity, collection build, and every
-# Molecule scenario. Prints a timing summary per stage at the end.
+# supported ansible-core versions, lint, sanity, collection build, every
+# Molecule scenario, and the chroot bake. Prints a timing summary per stage at
+# the end.
 #   tests/rig/test-all.sh [stage ...]     (default: all stages)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -72,7 +73,7 @@ molecule_all() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule)
+[ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule chroot)
 for s in "${stages[@]}"; do
   case $s in
     host) stage host tests/rig/host.sh ;;
@@ -83,6 +84,8 @@ for s in "${stages[@]}"; do
     sanity) stage sanity sanity ;;
     build) stage "build + ansible-doc" build ;;
     molecule) molecule_all ;;
+    # bake.yml through a real chroot (tests/chroot/README.md).
+    chroot) stage "chroot bake" tests/chroot/bake.sh ;;
     *) echo "unknown stage $s" >&2; exit 2 ;;
   esac
 done
