@@ -385,7 +385,8 @@ run_case() {
     inf2.*) want="$instance_type: aws-neuronx-dkms 2.27.4.0 (the current driver line); the build host's PCI bus was not read" ;;
   esac
   decision=$(awk '/^TASK \[Say what the image got\]/ {d = 1; next} d && /msg:/ {m = 1}
-       m && /^$/ {exit} m {sub(/^ *(msg: *)?/, ""); printf "%s ", $0}' "$logs/$case-converge.log" 2>/dev/null | sed 's/ *$//' || :)
+       m && /^$/ {exit} m {sub(/^ *(msg: *)?/, ""); printf "%s ", $0}' "$logs/$case-converge.log" 2>/dev/null |
+    sed "s/ *\$//; s/^'//; s/'\$//; s/''/'/g" || :)
   echo "----- $case: the bake said: ${decision:-nothing}"
   if [ "$decision" = "$want" ]; then ok "decided from the catalog: $decision"; else fail "the bake's decision is '${decision:-missing}', wanted '$want'"; fi
 

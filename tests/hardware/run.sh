@@ -180,6 +180,14 @@ snapshot() {
     -o -path /var/lib/containerd -o -path /var/lib/systemd -o -path /var/cache \) -prune \
     -o -printf '%p %s %T@ %m\n' | LC_ALL=C sort
 }
+# The image of the chroot bake below: the node as set up, before any play, without the
+# toolkit that was installed by hand (its unmet libnvidia-container-tools would stop apt).
+image=/var/tmp/accel-bake-image
+if [ "${ACCEL_HW_BAKE:-1}" = 1 ]; then
+  in_node sh -c "rm -rf $image && mkdir -p $image && tar -C / --one-file-system --exclude=./var/tmp --exclude=./opt/accel-nodes \
+    --exclude=./var/lib/docker --exclude=./root/.ansible -c . | tar -C $image -x &&
+    chroot $image dpkg --purge nvidia-container-toolkit nvidia-container-toolkit-base" >"$logs/bake-setup.log" 2>&1
+fi
 snapshot >"$logs/check-before.txt"
 play check-fresh "$books/site.yml" --check
 snapshot >"$logs/check-after.txt"
@@ -215,6 +223,49 @@ play facts-only /opt/accel-nodes/facts.yml
   done
 } >"$out/containers.txt"
 cat "$out/containers.txt" >&2
+
+# -- a chroot bake on this GPU host (issue 16) -------------------------------------------
+# An AMI pipeline's build host with a GPU: the image is a copy of the node root, with
+# amazon-chroot's mounts (this host's real /proc, /sys and /dev), baked from the node
+# over the chroot connection for p3.8xlarge (V100: proprietary kernel modules), where
+# this host's own GPU would pick the open ones. In check mode: the image has no kernel
+# (the headers double's stands in, as in molecule/bake) and the node reaches no Debian
+# archive for dkms; tests/chroot/ runs the real bake on fixture buses. The copy is
+# taken before site.yml runs (below, where the runs start).
+if [ "${ACCEL_HW_BAKE:-1}" = 1 ]; then
+  in_node sh -c "mount -t proc proc $image/proc && mount --rbind /sys $image/sys && mount --rbind /dev $image/dev &&
+    mkdir -p $image/srv/accel-repos && mount --bind /opt/accel-nodes/src/build/repos $image/srv/accel-repos &&
+    mkdir -p $image/var/lib/accel-test/dist && cp /opt/accel-nodes/src/tests/doubles/bin/oci-add-hooks $image/var/lib/accel-test/dist/" \
+    >>"$logs/bake-setup.log" 2>&1
+  in_node python3 - >"$root/opt/accel-nodes/bake-vars.yml" <<'PY'
+import yaml
+src = '/opt/accel-nodes/src/'
+shared = yaml.safe_load(open(src + '.config/molecule/config.yml'))
+bake = yaml.safe_load(open(src + 'molecule/bake/molecule.yml'))
+merged = dict(shared['provisioner']['inventory']['group_vars']['all'])
+merged.update(bake['provisioner']['inventory']['group_vars']['all'])
+print(yaml.safe_dump(merged, default_flow_style=False, width=1000))
+PY
+  bake() { # name instance-type args...
+    local name=$1 type=$2
+    shift 2
+    in_node env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+      PYTHONPATH=/opt/accel-nodes/python ANSIBLE_COLLECTIONS_PATH=/opt/accel-nodes/collections \
+      ANSIBLE_HOME=/root/.ansible ANSIBLE_NOCOLOR=1 ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_PIPELINING=1 \
+      ACCEL_REPOS_DIR=/opt/accel-nodes/src/build/repos MOLECULE_PROJECT_DIRECTORY=/opt/accel-nodes/src \
+      python3 -m ansible.cli.playbook -c community.general.chroot -i "$image," -e @/opt/accel-nodes/bake-vars.yml \
+      -e accel_nodes_bake_instance_type="$type" "$books/bake.yml" "$@" >"$logs/$name.log" 2>&1
+  }
+  said() { awk -v t="$2" 'index($0, "TASK [" t "]") == 1 {d = 1; next} d && /msg:/ {m = 1}
+    m && /^$/ {exit} m {sub(/^ *(msg: *)?/, ""); printf "%s ", $0}' "$logs/$1.log" | sed "s/ *\$//; s/^'//; s/'\$//; s/''/'/g"; }
+  bake_rc=0
+  bake bake-chroot-p3 p3.8xlarge --check || bake_rc=$?
+  log "chroot bake --check for p3.8xlarge on this host (rc $bake_rc): $(grep -A3 '^PLAY RECAP' "$logs/bake-chroot-p3.log" | grep -v RECAP | sed 's/  */ /g' | head -1)"
+  log "  the bake read: $(said bake-chroot-p3 'Say what the image is for')"
+  log "  the bake decided: $(said bake-chroot-p3 'Say what the image got')"
+  log "  this host's own bus, as site.yml saw it: $(in_node nvidia-smi -L | head -1)"
+  in_node sh -c "umount -R $image/srv/accel-repos $image/dev $image/sys $image/proc; rm -rf --one-file-system $image" >>"$logs/bake-setup.log" 2>&1 || :
+fi
 
 # The CUDA check module on the host itself: it must pass, and fail with a clear
 # message for a GPU that does not exist and for a hidden libcuda (cuda_check.sh).
