@@ -201,6 +201,14 @@ missing:
   type: list
   elements: str
   sample: []
+summary:
+  description: One line per kernel in RV(kernels), for people; its wording may change.
+  returned: always
+  type: list
+  elements: str
+  sample: ["6.1.0-27-cloud-amd64: no module, no kernel image (not a target)",
+           "6.1.0-28-cloud-amd64 (running): nvidia-current 580.95.05 installed",
+           "6.1.0-29-cloud-amd64: nvidia-current 580.95.05 installed (built now)"]
 module_versions:
   description: The versions of the module installed for the targets, oldest first.
   returned: always
@@ -281,6 +289,25 @@ class _Dkms(object):
         return rc, (out or '') + '\n' + (err or '')
 
 
+def summary(kernels: List[Dict], built: List[str], check_mode: bool, with_module: bool) -> List[str]:
+    """One line per kernel: what DKMS has for it, and why it is or is not a target."""
+    lines = []
+    for k in kernels:
+        head = k['version'] + (' (running)' if k['running'] else '')
+        if not with_module:
+            what = 'headers %s' % ('installed' if k['headers'] else 'missing')
+        elif k['module']:
+            what = '%s %s %s' % (k['module']['name'], k['module']['version'], k['module']['status'])
+        else:
+            what = 'no module'
+        if k['version'] in built:
+            what += ' (would be built)' if check_mode else ' (built now)'
+        if not k['target']:
+            what += ', no kernel image (not a target)' if not k['image'] else ' (not a target)'
+        lines.append('%s: %s' % (head, what))
+    return lines
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -311,7 +338,8 @@ def main() -> None:
                              'build host runs %s, which is not the image\'s. Install a kernel package in the image '
                              'first, or set the role\'s *_kernel_version (kernel_version) to the kernel the image '
                              'will boot.' % (root, running), kernels=installed, target=None, targets=[],
-                         headers_packages=[], headers_metapackages=[], built=[], missing=[], module_versions=[])
+                         headers_packages=[], headers_metapackages=[], built=[], missing=[], module_versions=[],
+                         summary=[])
 
     known = set(k['version'] for k in installed)
     kernels = installed + [{'version': v, 'image': None, 'headers': _kernels.has_headers(root, v)}
@@ -336,7 +364,7 @@ def main() -> None:
         module_versions=[],
     )
     if not wanted:
-        module.exit_json(kernels=kernels, **result)
+        module.exit_json(kernels=kernels, summary=summary(kernels, [], module.check_mode, False), **result)
 
     dkms = _Dkms(module)
     entries = _kernels.matching(dkms.status(), wanted, p['module_version'])
@@ -399,8 +427,8 @@ def main() -> None:
                 'kernel, a compiler other than the kernel\'s, or a kernel newer than the driver supports. To build '
                 'for the target kernel only, set the role\'s *_kernels to target.' % (
                     wanted, p['module_version'], len(missing), len(targets), ' | '.join(lines)),
-            kernels=kernels, **result)
-    module.exit_json(kernels=kernels, **result)
+            kernels=kernels, summary=summary(kernels, result['built'], module.check_mode, True), **result)
+    module.exit_json(kernels=kernels, summary=summary(kernels, result['built'], module.check_mode, True), **result)
 
 
 if __name__ == '__main__':

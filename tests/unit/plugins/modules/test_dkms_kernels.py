@@ -119,6 +119,8 @@ def test_builds_for_the_kernel_that_lacks_the_module_only(run, tmp_path):
     assert fake.calls == [['status'], ['install', '-m', 'nvidia-current', '-v', '580.95.05', '-k', NEW], ['status']]
     assert result['module_versions'] == ['580.95.05']
     assert [k['module']['status'] for k in result['kernels']] == ['installed', 'installed']
+    assert result['summary'] == ['%s (running): nvidia-current 580.95.05 installed' % RUNNING,
+                                 '%s: nvidia-current 580.95.05 installed (built now)' % NEW]
 
 
 def test_nothing_to_do_runs_dkms_status_once(run, tmp_path):
@@ -136,6 +138,7 @@ def test_check_mode_reports_the_build_and_builds_nothing(run, tmp_path):
     result = run(fake, check_mode=True, module='nvidia*', module_version='580.*')
     assert result['changed'] and result['built'] == [NEW] and result['missing'] == [NEW]
     assert 'failed' not in result and fake.calls == [['status']]
+    assert result['summary'][1] == '%s: no module (would be built)' % NEW
 
 
 def test_check_mode_on_a_fresh_host_without_dkms(run, tmp_path):
