@@ -12,7 +12,7 @@ version_added: 0.3.0
 description:
   - Lists the kernels installed under O(root), decides which of them a DKMS driver must be built for, and names
     the headers package of each.
-  - A kernel is installed when C(/lib/modules/<version>) exists, and could boot when its image exists too:
+  - A kernel is installed when C(/lib/modules/<version>) exists, and could boot when its image exists too, either
     C(/boot/vmlinuz-<version>), as Debian's and Ubuntu's C(linux-image) packages ship it, or
     C(/lib/modules/<version>/vmlinuz), as the C(kernel-core) package of RHEL 9, Fedora and Amazon Linux 2023
     ships it. A C(/lib/modules) directory without an image is what a removed kernel leaves behind.
@@ -39,7 +39,7 @@ options:
   root:
     description:
       - The tree whose kernels are read (C(<root>/lib/modules/*), C(<root>/boot)).
-      - With O(module), only C(/): DKMS runs on the managed host. A chroot connection runs the module inside the
+      - With O(module), only C(/), as DKMS runs on the managed host. A chroot connection runs the module inside the
         image, where the image is C(/).
     type: path
     default: /
@@ -65,7 +65,7 @@ options:
     default: false
   distribution:
     description:
-      - The distribution (C(ansible_facts.distribution)), which names the headers packages:
+      - The distribution (C(ansible_facts.distribution)), which names the headers packages,
         C(linux-headers-<version>) on Debian and Ubuntu; C(kernel-devel-<version>) on RHEL and its rebuilds and on
         Amazon Linux 2023's 6.1 kernel; C(kernel<series>-devel-<version>) on Amazon Linux 2023's newer kernels,
         for example C(kernel6.12-devel-6.12.40-63.114.amzn2023.x86_64).
@@ -80,7 +80,7 @@ options:
     default: ''
   module:
     description:
-      - The DKMS module name, a shell glob: C(nvidia*) matches Debian's C(nvidia-current) and the C(nvidia) of
+      - The DKMS module name, a shell glob. C(nvidia*) matches Debian's C(nvidia-current) and the C(nvidia) of
         Ubuntu and the RPMs. When given, every target kernel must have the module installed.
     type: str
   module_version:
@@ -90,9 +90,9 @@ options:
     type: str
     default: '*'
 notes:
-  - C(dkms status) runs with C(LANG=C). Its DKMS 3 format (C(name/version, kernel, arch: state)) and its DKMS 2
+  - "C(dkms status) runs with C(LANG=C). Its DKMS 3 format (C(name/version, kernel, arch: state)) and its DKMS 2
     format (C(name, version, kernel, arch: state)) are both read; a note after the state, such as
-    C((WARNING! Diff between built and installed module!)), is kept in RV(kernels[].module.note).
+    C((WARNING! Diff between built and installed module!)), is kept in RV(kernels[].module.note)."
   - A module that is only C(built) for a kernel counts as missing; C(dkms install) then installs it.
 seealso:
   - name: DKMS
