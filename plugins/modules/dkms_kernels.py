@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: dkms_kernels
 short_description: List the kernels a driver must be built for, and make DKMS build it for each
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Lists the kernels installed under O(root), decides which of them a DKMS driver must be built for, and names
     the headers package of each.
