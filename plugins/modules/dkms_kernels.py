@@ -153,9 +153,21 @@ kernels:
       type: bool
     module:
       description:
-        - With O(module), the module DKMS has for it, C({name, version, status, note}), the installed one first;
-          null when it has none.
+        - With O(module), the module DKMS has for it, the installed one first; null when it has none.
       type: dict
+      contains:
+        name:
+          description: The DKMS module name.
+          type: str
+        version:
+          description: The module version.
+          type: str
+        status:
+          description: What C(dkms status) says, V(installed) or V(built).
+          type: str
+        note:
+          description: DKMS's note after the state, for example C(WARNING! Diff between built and installed module!).
+          type: str
   sample:
     - {version: 6.1.0-27-cloud-amd64, running: false, image: null, headers: false,
        headers_package: linux-headers-6.1.0-27-cloud-amd64, target: false, module: null}
