@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build signed local apt repositories that stand in for the vendor ones:
+# Build signed local apt repositories that stand in for the vendor ones (the kernel
+# doubles of packages/kernel go into cuda and neuron both):
 #   cuda                  flat repo, like developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
 #   libnvidia-container   flat repo, like nvidia.github.io/libnvidia-container/stable/deb/amd64/
 #   neuron                suite repo, like apt.repos.neuron.amazonaws.com bookworm main
@@ -47,7 +48,9 @@ build_debs() { # repo destdir
     cp -a "$pkg" "$work/pkg"
     find "$work/pkg" -type d -exec chmod 0755 {} +
     find "$work/pkg" -type f -exec chmod 0644 {} +
+    # DKMS runs a module's PRE_INSTALL/POST_INSTALL/POST_REMOVE scripts only when executable.
     find "$work/pkg/DEBIAN" "$work/pkg"/usr/bin "$work/pkg"/usr/sbin "$work/pkg"/usr/local/bin "$work/pkg"/opt/*/*/bin \
+      "$work/pkg"/usr/src/*/preinstall "$work/pkg"/usr/src/*/postinstall "$work/pkg"/usr/src/*/postremove \
       -type f ! -name control ! -name conffiles ! -name triggers -exec chmod 0755 {} + 2>/dev/null || :
     dpkg-deb --root-owner-group -Zgzip --build "$work/pkg" "$2/" >/dev/null
     rm -rf "$work/pkg"
@@ -71,6 +74,9 @@ done
 
 flat_repo() { # repo dir
   build_debs "$1" "$2"
+  # The kernel doubles (packages/kernel) stand for the distribution's archive, which
+  # both driver repositories' nodes need; each repository carries a copy.
+  [ "$1" = cuda ] && build_debs kernel "$2"
   (cd "$2" && apt-ftparchive packages . >Packages && gzip -9kf Packages &&
     apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of $1" release . >Release)
   sign "$1@doubles.invalid" "$2"
@@ -82,6 +88,7 @@ flat_repo libnvidia-container "$out/libnvidia-container/stable/deb/amd64"
 
 neuron=$out/neuron
 build_debs neuron "$neuron/pool/main"
+build_debs kernel "$neuron/pool/main"
 mkdir -p "$neuron/dists/bookworm/main/binary-amd64"
 (cd "$neuron" && apt-ftparchive packages pool/main >dists/bookworm/main/binary-amd64/Packages &&
   gzip -9kf dists/bookworm/main/binary-amd64/Packages &&

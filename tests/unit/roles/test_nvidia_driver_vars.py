@@ -21,6 +21,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.accel.nodes.plugins.module_utils import _kernels
+
 try:  # ansible-core >= 2.19 templates only strings marked as trusted
     from ansible.template import trust_as_template
 except ImportError:  # ansible-core 2.18 trusts every string
@@ -71,6 +73,10 @@ def render(facts, decision=None, kernel=KERNEL, **overrides):
     variables.update(_trusted(overrides))
     variables['ansible_facts'] = dict(facts, kernel=kernel)
     variables['ansible_check_mode'] = False
+    # What accel.nodes.dkms_kernels answers for a node with this one kernel.
+    variables.setdefault('nvidia_driver_kernels_report', {
+        'target': kernel, 'targets': [kernel], 'headers_metapackages': [], 'module_versions': [],
+        'headers_packages': [_kernels.headers_package(facts['distribution'], kernel)]})
     variables['nvidia_driver_decision'] = dict({
         'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': kernel,
     }, **(decision or {}))
@@ -112,7 +118,9 @@ def test_repository_and_headers(facts, dist, manager, headers):
     assert value(t, '__nvidia_driver_package_manager') == manager
     assert value(t, '__nvidia_driver_repo_dir_url') == '%s/%s/x86_64/' % (CUDA, dist)
     assert value(t, '__nvidia_driver_repo_key_url_effective') == '%s/%s/x86_64/%s' % (CUDA, dist, key)
-    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == headers
+    # The headers package is named in Python now (accel.nodes.dkms_kernels), and installed as the role lists it.
+    assert _kernels.headers_package(facts['distribution'], KERNEL) == headers
+    assert value(t, '__nvidia_driver_headers_packages') == [headers]
 
 
 @pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
@@ -181,11 +189,9 @@ def test_mirror_and_overrides():
     t = render(host('Debian', '12.8', 'Debian'),
                nvidia_driver_repo_url='file:///srv/accel-repos/cuda/',
                nvidia_driver_repo_key_url='file:///srv/accel-repos/keys/cuda.asc',
-               nvidia_driver_kernel_headers_package='linux-headers-cloud-amd64',
                nvidia_driver_packages=['nvidia-driver-580-open'])
     assert value(t, '__nvidia_driver_repo_dir_url') == 'file:///srv/accel-repos/cuda/debian12/x86_64/'
     assert value(t, '__nvidia_driver_repo_key_url_effective') == 'file:///srv/accel-repos/keys/cuda.asc'
-    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == 'linux-headers-cloud-amd64'
     # Packages of one's own replace the role's choice, pin included.
     assert value(t, '__nvidia_driver_driver_packages') == ['nvidia-driver-580-open']
     assert value(t, '__nvidia_driver_pin_packages') == []
@@ -209,14 +215,40 @@ def test_default_fingerprints_are_both_cuda_keys():
     ('6.18.2-10.45.amzn2023.aarch64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.aarch64'),
 ])
 def test_amazon_linux_2023_headers_follow_the_kernel_series(kernel, headers):
+    assert _kernels.headers_package('Amazon', kernel) == headers
     t = render(host('Amazon', '2023', 'RedHat'), kernel=kernel)
-    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == headers
     assert value(t, '__nvidia_driver_required_packages')[0] == headers
 
 
 def test_rhel_headers_stay_kernel_devel():
-    t = render(host('Rocky', '9.4', 'RedHat'), kernel='5.14.0-427.13.1.el9_4.x86_64')
-    assert value(t, '__nvidia_driver_kernel_headers_package_effective') == 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'
+    assert _kernels.headers_package('Rocky', '5.14.0-427.13.1.el9_4.x86_64') == 'kernel-devel-5.14.0-427.13.1.el9_4.x86_64'
+
+
+def test_every_kernel_headers_and_the_metapackage_are_required():
+    report = {'target': KERNEL, 'targets': [KERNEL, '6.8.0-1025-aws'], 'module_versions': [],
+              'headers_packages': ['linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws'],
+              'headers_metapackages': ['linux-headers-aws']}
+    t = render(host('Ubuntu', '24.04', 'Debian'), nvidia_driver_kernels_report=report)
+    assert value(t, '__nvidia_driver_required_packages')[:4] == [
+        'linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws', 'linux-headers-aws', 'dkms']
+    t = render(host('Ubuntu', '24.04', 'Debian'), nvidia_driver_kernels_report=report, nvidia_driver_kernels='target')
+    assert value(t, '__nvidia_driver_headers_packages') == report['headers_packages']
+
+
+@pytest.mark.parametrize('facts, pattern, held, free', [
+    (host('Debian', '12.8', 'Debian'), None,
+     ['linux-image-6.1.0-28-cloud-amd64', 'linux-image-cloud-amd64', 'linux-headers-6.1.0-28-cloud-amd64',
+      'linux-modules-6.8.0-1024-aws', 'linux-image-aws'],
+     ['linux-base', 'linux-libc-dev', 'firmware-linux-free', 'nvidia-kernel-dkms']),
+    (host('Amazon', '2023', 'RedHat'), None,
+     ['kernel', 'kernel-devel', 'kernel6.12', 'kernel6.12-devel', 'kernel-modules-extra', 'kernel-headers'],
+     ['kernel-livepatch-repo-s3', 'kernel-srpm-macros', 'kmod-nvidia-latest-dkms', 'kernel-tools']),
+])
+def test_kernel_packages_that_hold_kernel_holds(facts, pattern, held, free):
+    t = render(facts)
+    regex = value(t, '__nvidia_driver_kernel_packages')
+    assert [p for p in held if not re.match(regex, p)] == []
+    assert [p for p in free if re.match(regex, p)] == []
 
 
 @pytest.mark.parametrize('facts', [
@@ -392,20 +424,19 @@ def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
     assert value(t, '__nvidia_driver_fabric_manager_install') == [install] + (extra if nvlsm else [])
 
 
-DKMS_STATUS = 'nvidia-current/580.95.05, %s, x86_64: installed\nnvidia-current/570.172.08, %s, x86_64: installed\n' % (
-    KERNEL, KERNEL)
+def _built(*versions):
+    """accel.nodes.dkms_kernels' answer once the module of these versions is installed for the targets."""
+    return {'nvidia_driver_kernels_report': {'target': KERNEL, 'targets': [KERNEL], 'headers_packages': [],
+                                             'headers_metapackages': [], 'module_versions': list(versions)}}
 
 
 @pytest.mark.parametrize('decision, overrides, version', [
     ({'satisfied': True, 'loaded_version': '580.159.04'}, {}, '580.159.04'),
-    ({'satisfied': False, 'loaded_version': None}, {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '580.95.05'),
-    ({'satisfied': False, 'loaded_version': None, 'branch': '570'},
-     {'nvidia_driver_dkms_status': {'stdout': DKMS_STATUS}}, '570.172.08'),
-    # After dkms autoinstall the recheck is what counts.
-    ({'satisfied': False, 'loaded_version': None},
-     {'nvidia_driver_dkms_status': {'stdout': ''}, 'nvidia_driver_dkms_recheck': {'stdout': DKMS_STATUS}}, '580.95.05'),
+    ({'satisfied': False, 'loaded_version': None}, _built('580.95.05'), '580.95.05'),
+    # Several versions on several kernels: the newest, which the next boot loads from the newest kernel.
+    ({'satisfied': False, 'loaded_version': None}, _built('580.95.05', '580.105.08'), '580.105.08'),
     ({'satisfied': False, 'loaded_version': '570.172.08'}, {'nvidia_driver_version': '580.105.08'}, '580.105.08'),
-    ({'satisfied': False, 'loaded_version': None}, {}, ''),   # check mode before the install: unknown
+    ({'satisfied': False, 'loaded_version': None}, _built(), ''),   # check mode before the install: unknown
 ])
 def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
     t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)

@@ -24,6 +24,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.accel.nodes.plugins.module_utils import _kernels
+
 try:  # ansible-core >= 2.19 templates only strings marked as trusted
     from ansible.template import trust_as_template
 except ImportError:  # ansible-core 2.18 trusts every string
@@ -258,8 +260,15 @@ def test_neuron_driver_repository(facts):
     (host('Amazon', '2023', 'RedHat'), '6.18.2-10.45.amzn2023.x86_64', 'kernel6.18-devel-6.18.2-10.45.amzn2023.x86_64'),
 ], ids=['ubuntu', 'debian', 'rocky', 'al2023-6.1', 'al2023-6.12', 'al2023-6.18'])
 def test_neuron_driver_headers(facts, kernel, headers):
-    t, _repo = _neuron_driver(facts, kernel)
-    assert value(t, '__neuron_driver_headers_package') == headers
+    # Named in Python (accel.nodes.dkms_kernels), installed as the role lists them.
+    assert _kernels.headers_package(facts['distribution'], kernel) == headers
+    report = {'headers_packages': [headers], 'headers_metapackages': ['linux-headers-aws']}
+    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report)
+    assert value(t, '__neuron_driver_headers_packages') == [headers, 'linux-headers-aws']
+    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report, neuron_driver_kernels='target')
+    assert value(t, '__neuron_driver_headers_packages') == [headers]
+    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report, neuron_driver_kernel_headers_package='none')
+    assert value(t, '__neuron_driver_headers_packages') == []
 
 
 # apt matches a pin against the whole Debian version, and the Neuron apt repository
