@@ -67,6 +67,11 @@ CASES = [
 
 
 def _render(expression, variables):
+    # The driver roles name their chroot test once, in vars/main.yml, and use it by name.
+    variables = dict(variables)
+    for role in ('nvidia_driver', 'neuron_driver'):
+        name = '__%s_chroot' % role
+        variables[name] = trust_as_template(_load(role, 'vars', 'main.yml')[name])
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))
 
 

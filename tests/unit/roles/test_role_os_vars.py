@@ -231,7 +231,7 @@ def test_nvidia_container_toolkit(facts):
 # https://yum.repos.neuron.amazonaws.com, both signed by GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB.
 def _neuron_driver(facts, kernel=None, **extra):
     facts = dict(facts, kernel=kernel or facts['kernel'])
-    variables = {'neuron_driver_target_kernel': facts['kernel']}
+    variables = {}
     variables.update(extra)
     t = render('neuron_driver', facts, **variables)
     repo = value(t, "(neuron_driver_repo_url if neuron_driver_repo_url | length > 0 else __neuron_driver_repo_url) | regex_replace('/+$', '')")
