@@ -121,8 +121,9 @@ mkdir -p "$logs"
 
 # The inventory variables of molecule/bake (and accel_test_repos of the shared
 # Molecule config), so the chroot bake points the roles at the same doubles.
-# Two are left out: they stand in for a kernel the Molecule node lacks, and
-# this image has real kernels, which the roles must find by themselves.
+# The kernel ones are left out (*_kernel_version, *_kernel_headers_package):
+# they stand in for a kernel the Molecule node lacks, and this image has real
+# kernels, which the roles must find by themselves.
 # The lookups in them read ACCEL_REPOS_DIR and MOLECULE_PROJECT_DIRECTORY.
 export ACCEL_REPOS_DIR=$repos MOLECULE_PROJECT_DIRECTORY=$top
 group_vars=$(python - <<'EOF'
@@ -131,8 +132,8 @@ shared = yaml.safe_load(open('.config/molecule/config.yml'))
 bake = yaml.safe_load(open('molecule/bake/molecule.yml'))
 merged = dict(shared['provisioner']['inventory']['group_vars']['all'])
 merged.update(bake['provisioner']['inventory']['group_vars']['all'])
-for key in ('nvidia_driver_kernel_version', 'neuron_driver_kernel_headers_package'):
-    merged.pop(key, None)
+for key in [k for k in merged if k.endswith(('_kernel_version', '_kernel_headers_package'))]:
+    del merged[key]
 print(yaml.safe_dump(merged, default_flow_style=False, sort_keys=True, width=1000))
 EOF
 )
