@@ -97,8 +97,8 @@ def test_a_g5_bake_on_a_host_with_eight_v100s_gets_the_open_modules(bake_facts):
     decision = nvidia_decision(bake_facts('p3.16xlarge', 'g5.xlarge'), 'g5.xlarge')
     assert decision['kernel_module'] == 'open'
     assert decision['volta'] is False
-    assert decision['pci_gpus'] == 0
-    assert decision['expected_gpus'] == 1
+    assert int(decision['pci_gpus']) == 0  # a string on ansible-core 2.18
+    assert int(decision['expected_gpus']) == 1
     assert decision['reason'] == 'instance type g5.xlarge has 1 NVIDIA A10G'
 
 
@@ -136,7 +136,7 @@ def test_a_bake_with_only_a_vendor_on_a_v100_host_gets_the_default_open_modules(
     assert decision['present'] is True
     assert decision['reason'] == 'nvidia_driver_force is true'
     assert decision['kernel_module'] == 'open'
-    assert decision['pci_gpus'] == 0
+    assert int(decision['pci_gpus']) == 0  # a string on ansible-core 2.18
 
 
 def test_a_bake_with_only_a_vendor_on_an_inf1_host_pins_the_current_driver(bake_facts):

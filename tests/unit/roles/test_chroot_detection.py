@@ -78,7 +78,7 @@ def _render(expression, variables):
 @pytest.mark.parametrize('role,manage_service,where,kind', SWITCHES, ids=[s[0] for s in SWITCHES])
 @pytest.mark.parametrize('connection,switch,chroot', CASES)
 def test_every_role_takes_a_chroot_for_a_bake(role, manage_service, where, kind, connection, switch, chroot):
-    _, expression = where()
+    expression = where()[1]
     variables = {manage_service: True, 'ansible_connection': connection}
     if switch is not None:
         variables['accel_nodes_chroot'] = switch
@@ -90,7 +90,7 @@ def test_every_role_takes_a_chroot_for_a_bake(role, manage_service, where, kind,
 
 @pytest.mark.parametrize('role,manage_service,where,kind', SWITCHES, ids=[s[0] for s in SWITCHES])
 def test_manage_service_false_bakes_whatever_the_connection(role, manage_service, where, kind):
-    _, expression = where()
+    expression = where()[1]
     bake = _render(expression, {manage_service: False, 'ansible_connection': 'ssh', 'accel_nodes_chroot': False})
     if isinstance(bake, str):
         bake = bake.strip() == 'True'
