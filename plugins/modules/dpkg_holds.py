@@ -11,7 +11,7 @@ short_description: Hold or release a set of Debian packages in one run
 version_added: 0.2.0
 description:
   - Sets the dpkg selection of several packages at once, as C(ansible.builtin.dpkg_selections) does for one
-    package: reads every selection with C(dpkg --get-selections), and writes only those that differ with one
+    package. It reads every selection with C(dpkg --get-selections), and writes only those that differ with one
     C(dpkg --set-selections).
   - The task is changed exactly when a selection differed.
 author:
@@ -36,7 +36,7 @@ options:
     description:
       - V(hold) keeps apt from upgrading or removing the packages; V(install) releases a hold.
       - With V(hold), a package that dpkg does not know fails the task (hold what is installed). With
-        V(install), only held packages change: a package dpkg does not know, or one selected for removal
+        V(install) only held packages change; a package dpkg does not know, or one selected for removal
         (C(deinstall), C(purge)), has no hold to release and is left as it is.
     type: str
     choices: [hold, install]

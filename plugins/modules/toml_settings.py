@@ -64,8 +64,8 @@ options:
     default: present
   remove:
     description:
-      - Keys to remove in the same run, as with O(state=absent): one read, one write and one backup for a file
-        whose keys are set and removed together. A key that is not there is no change.
+      - Keys to remove in the same run, as with O(state=absent), so that a file whose keys are set and removed
+        together is read, written and backed up once. A key that is not there is no change.
       - A key may not be both in O(settings) and here.
     type: list
     elements: str
