@@ -31,7 +31,7 @@ def docker_cgroup_driver(docker_info: t.Any, daemon_json: t.Any = '', cgroup_v2:
         opts = (config.get('exec-opts') or []) if isinstance(config, dict) else []
         for opt in opts:
             if str(opt).startswith(_OPTION):
-                return str(opt).split('=')[-1]
+                return str(opt).rsplit('=', maxsplit=1)[-1]
     return 'systemd' if boolean(cgroup_v2 or False, strict=False) else 'cgroupfs'
 
 

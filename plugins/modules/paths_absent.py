@@ -10,7 +10,7 @@ module: paths_absent
 short_description: Remove a list of files, links and directories in one run
 version_added: 0.2.0
 description:
-  - Makes sure that none of the given paths exists, as C(ansible.builtin.file) with O(state=absent) does for one
+  - Makes sure that none of the given paths exists, as M(ansible.builtin.file) with C(state=absent) does for one
     path, but for a whole list in one module run instead of one run per loop item.
   - A directory is removed with everything in it. A symbolic link is removed itself, never what it points to.
   - The task is changed exactly when one of the paths existed.
