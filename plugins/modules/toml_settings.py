@@ -62,6 +62,15 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  remove:
+    description:
+      - Keys to remove in the same run, as with O(state=absent), so that a file whose keys are set and removed
+        together is read, written and backed up once. A key that is not there is no change.
+      - A key may not be both in O(settings) and here.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   create:
     description:
       - Create O(path) if it does not exist. If V(false), a missing O(path) fails the task
@@ -98,6 +107,13 @@ EXAMPLES = r"""
       accept-nvidia-visible-devices-as-volume-mounts: true
       accept-nvidia-visible-devices-envvar-when-unprivileged: false
   register: nvidia_container_toolkit_config
+
+- name: Set the mode and take the debug logs out, in one write
+  accel.nodes.toml_settings:
+    path: /etc/nvidia-container-runtime/config.toml
+    settings:
+      nvidia-container-runtime.mode: cdi
+    remove: [nvidia-container-runtime.debug, nvidia-container-cli.debug]
 
 - name: Turn the debug logs off again
   accel.nodes.toml_settings:
@@ -169,6 +185,7 @@ def main():
             path=dict(type='path', required=True),
             settings=dict(type='dict', required=True),
             state=dict(type='str', default='present', choices=['present', 'absent']),
+            remove=dict(type='list', elements='str', default=[]),
             create=dict(type='bool', default=False),
             mode=dict(type='raw'),
             backup=dict(type='bool', default=True),
@@ -178,6 +195,9 @@ def main():
     p = module.params
     path, state = p['path'], p['state']
     result = dict(changed=False, path=path, changed_keys=[])
+    both = [key for key in p['remove'] if key in p['settings']]
+    if both:
+        module.fail_json(msg='%s both in settings and in remove: name each key once' % ', '.join(both), **result)
     try:
         before = _files.read_text(path)
     except (ValueError, OSError) as exc:
@@ -197,6 +217,7 @@ def main():
     except TomlError as exc:
         module.fail_json(msg='%s is not valid TOML: %s. Fix the file; it was left as it was.' % (path, exc), **result)
     result['changed_keys'] = edit(module, doc, p['settings'], state)
+    result['changed_keys'] += edit(module, doc, dict.fromkeys(p['remove']), 'absent')
     update = _files.update_file(module, path, before, doc.text(), p['backup'],
                                 p['mode'] if p['mode'] is not None else _files.NEW_FILE_MODE)
     result['changed'] = update['changed']

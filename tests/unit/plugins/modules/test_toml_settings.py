@@ -266,3 +266,38 @@ def test_malformed_file_fails_untouched(run, config):
     assert result['failed'] is True
     assert str(config) in result['msg'] and 'line 1' in result['msg']
     assert config.read_text() == '[nvidia-container-runtime\nmode = "auto"\n'
+
+
+def test_remove_takes_keys_out_in_the_same_write_and_one_backup(run, config):
+    text = install(config, 'nvidia-container-toolkit-1.17.6.toml')
+    run(path=str(config), settings=ROLE_SETTINGS, backup=False)
+    settle(config)
+    files = sorted(os.listdir(config.parent))
+    remove = ['nvidia-container-runtime.debug', 'nvidia-container-cli.debug', 'not-there']
+    result = run(path=str(config), settings={'nvidia-container-runtime.mode': 'legacy'}, remove=remove)
+    assert result['changed'] is True
+    assert result['changed_keys'] == ['nvidia-container-runtime.mode'] + remove[:2]
+    data = tomllib.loads(config.read_text())
+    assert 'debug' not in data['nvidia-container-runtime'] and 'debug' not in data['nvidia-container-cli']
+    assert data['nvidia-container-runtime']['mode'] == 'legacy'
+    assert data['supported-driver-capabilities'] == tomllib.loads(text)['supported-driver-capabilities']
+    assert len(os.listdir(config.parent)) == len(files) + 1  # one backup
+    settled = settle(config)
+    again = run(path=str(config), settings={'nvidia-container-runtime.mode': 'legacy'}, remove=remove)
+    assert again['changed'] is False and again['changed_keys'] == []
+    assert config.read_bytes() == settled and os.stat(config).st_mtime == 1000000000
+
+
+def test_remove_in_check_mode_writes_nothing(run, config):
+    install(config, 'nvidia-container-toolkit-1.17.6.toml')
+    run(path=str(config), settings=ROLE_SETTINGS)
+    settled = settle(config)
+    result = run(path=str(config), settings={}, remove=['nvidia-container-cli.debug'], _ansible_check_mode=True)
+    assert result['changed'] is True and result['changed_keys'] == ['nvidia-container-cli.debug']
+    assert config.read_bytes() == settled
+
+
+def test_a_key_both_set_and_removed_fails(run, config):
+    install(config, 'nvidia-container-toolkit-1.17.6.toml')
+    result = run(path=str(config), settings={'nvidia-container-cli.debug': '/x'}, remove=['nvidia-container-cli.debug'])
+    assert result['failed'] is True and 'name each key once' in result['msg']

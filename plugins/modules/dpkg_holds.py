@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: dpkg_holds
+short_description: Hold or release a set of Debian packages in one run
+version_added: 0.2.0
+description:
+  - Sets the dpkg selection of several packages at once, as C(ansible.builtin.dpkg_selections) does for one
+    package. It reads every selection with C(dpkg --get-selections), and writes only those that differ with one
+    C(dpkg --set-selections).
+  - The task is changed exactly when a selection differed.
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the selections and reports those that would change.
+  diff_mode:
+    support: full
+options:
+  names:
+    description:
+      - The packages. An architecture-qualified selection (C(libfoo1:amd64)) counts for the bare name.
+    type: list
+    elements: str
+    required: true
+  selection:
+    description:
+      - V(hold) keeps apt from upgrading or removing the packages; V(install) releases a hold.
+      - With V(hold), a package that dpkg does not know fails the task (hold what is installed). With
+        V(install) only held packages change; a package dpkg does not know, or one selected for removal
+        (C(deinstall), C(purge)), has no hold to release and is left as it is.
+    type: str
+    choices: [hold, install]
+    default: hold
+notes:
+  - Runs C(dpkg), so the Debian family only.
+seealso:
+  - module: ansible.builtin.dpkg_selections
+"""
+
+EXAMPLES = r"""
+- name: Hold the toolkit packages
+  accel.nodes.dpkg_holds:
+    names: [nvidia-container-toolkit, nvidia-container-toolkit-base]
+    selection: hold
+"""
+
+RETURN = r"""
+changed_names:
+  description: The packages whose selection is set (in check mode, would be set), in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia-container-toolkit]
+unknown:
+  description: The packages dpkg does not know.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+"""
+
+from typing import Dict, List, Tuple
+
+from ansible.module_utils.basic import AnsibleModule
+
+_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+
+
+def parse_selections(output: str) -> Dict[str, str]:
+    """{package: selection} from `dpkg --get-selections` ("libfoo1:amd64\\t\\thold"), architecture dropped."""
+    selections = {}  # type: Dict[str, str]
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) == 2:
+            selections[fields[0].split(':')[0]] = fields[1]
+    return selections
+
+
+def plan(names: List[str], selection: str, current: Dict[str, str]) -> Tuple[List[str], List[str]]:
+    """(the names whose selection is to be set, the names dpkg does not know), in order.
+
+    Holding sets every known package that is not held; releasing sets only held ones, so that a
+    package selected for removal is never turned into one to install.
+    """
+    if selection == 'hold':
+        change = [n for n in names if n in current and current[n] != 'hold']
+    else:
+        change = [n for n in names if current.get(n) == 'hold']
+    unknown = [n for n in names if n not in current]
+    return list(dict.fromkeys(change)), list(dict.fromkeys(unknown))
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            names=dict(type='list', elements='str', required=True),
+            selection=dict(type='str', choices=['hold', 'install'], default='hold'),
+        ),
+        supports_check_mode=True,
+    )
+    names, selection = module.params['names'], module.params['selection']
+    dpkg = module.get_bin_path('dpkg', required=True)
+    rc, out, err = module.run_command([dpkg, '--get-selections'], environ_update=_ENV)
+    if rc != 0:
+        module.fail_json(msg='dpkg --get-selections failed (rc %d): %s' % (rc, err.strip()), rc=rc)
+    current = parse_selections(out)
+    change, unknown = plan(names, selection, current)
+    result = dict(changed=bool(change), changed_names=change, unknown=unknown)
+    if unknown and selection == 'hold':
+        module.fail_json(msg='dpkg does not know %s, so it cannot hold it: install it first' % ', '.join(unknown),
+                         **result)
+    if module._diff:
+        result['diff'] = dict(before=''.join('%s %s\n' % (n, current[n]) for n in change),
+                              after=''.join('%s %s\n' % (n, selection) for n in change),
+                              before_header='dpkg selections', after_header='dpkg selections')
+    if change and not module.check_mode:
+        data = ''.join('%s %s\n' % (n, selection) for n in change)
+        rc, out, err = module.run_command([dpkg, '--set-selections'], data=data, environ_update=_ENV)
+        if rc != 0:
+            module.fail_json(msg='dpkg --set-selections failed (rc %d): %s' % (rc, err.strip()), rc=rc, **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
