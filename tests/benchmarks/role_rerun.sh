@@ -18,7 +18,7 @@ cd "$top"
 scenario=$1 role=$2 base=${3:-}
 out=$top/build/bench-rerun
 rm -rf "$out" && mkdir -p "$out"
-eph=$(ls -d "$HOME"/.ansible/tmp/molecule.*."$scenario" | head -1)
+eph=$(find "$HOME/.ansible/tmp" -maxdepth 1 -type d -name "molecule.*.$scenario" | head -1)
 export PATH=$top/.venv/bin:$PATH MOLECULE_PROJECT_DIRECTORY=$top ANSIBLE_CONFIG=$eph/ansible.cfg \
   MOLECULE_SCENARIO_DIRECTORY=$top/molecule/$scenario \
   ACCEL_REPOS_DIR=$top/build/repos ANSIBLE_NOCOLOR=1 PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=none
