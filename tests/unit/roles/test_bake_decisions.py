@@ -9,10 +9,10 @@ rendered from their task files with Ansible's Templar."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
@@ -20,30 +20,11 @@ from ansible.template import Templar
 from ansible_collections.accel.nodes.plugins.module_utils import _ec2
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
-try:  # ansible-core >= 2.19 templates only strings marked as trusted
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core 2.18 trusts every string
-    def trust_as_template(value):
-        return value
+sys.path.insert(0, os.path.dirname(__file__))
+from role_files import load  # noqa: E402  pylint: disable=wrong-import-position
 
 TOP = Path(__file__).parents[3]
-ROLES = TOP / 'roles'
 ROOTS = TOP / 'tests' / 'fixtures' / 'facts' / 'roots'
-
-
-def _trusted(data):
-    if isinstance(data, str):
-        return trust_as_template(data)
-    if isinstance(data, dict):
-        return {k: _trusted(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_trusted(v) for v in data]
-    return data
-
-
-def _load(*parts):
-    with open(os.path.join(ROLES, *parts)) as f:
-        return _trusted(yaml.safe_load(f))
 
 
 @pytest.fixture
@@ -66,10 +47,10 @@ def bake_facts(run_module, monkeypatch):
 
 
 def nvidia_decision(accelerators, instance_type):
-    task = _load('nvidia_driver', 'tasks', 'decide.yml')[0]
+    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
     variables = {}
-    variables.update(_load('nvidia_driver', 'defaults', 'main.yml'))
-    variables.update(_load('nvidia_driver', 'vars', 'main.yml'))
+    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
     variables.update(task['vars'])
     variables.update({'nvidia_driver_force': True, 'nvidia_driver_manage_service': False,
                       'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot'})
@@ -79,12 +60,12 @@ def nvidia_decision(accelerators, instance_type):
 
 
 def neuron_pin(accelerators, instance_type):
-    tasks = _load('neuron_driver', 'tasks', 'driver-version.yml')
+    tasks = load('neuron_driver', 'tasks', 'driver-version.yml')
     inf1 = next(t for t in tasks if t['name'].startswith('Tell Inf1'))
     pick = next(t for t in tasks if t['name'] == 'Pick the driver version')
     variables = {}
-    variables.update(_load('neuron_driver', 'defaults', 'main.yml'))
-    variables.update(_load('neuron_driver', 'vars', 'main.yml'))
+    variables.update(load('neuron_driver', 'defaults', 'main.yml'))
+    variables.update(load('neuron_driver', 'vars', 'main.yml'))
     variables.update(inf1['vars'])
     variables.update({'neuron_driver_instance_type': instance_type, 'ansible_facts': {'accelerators': accelerators}})
     decided = Templar(loader=DataLoader(), variables=variables).template(inf1['ansible.builtin.set_fact'])
@@ -115,7 +96,7 @@ def test_a_p3_bake_on_a_host_without_gpus_still_gets_the_proprietary_modules(bak
 
 
 def test_an_inf2_bake_on_an_inf1_build_host_pins_the_current_driver(bake_facts):
-    defaults = yaml.safe_load((ROLES / 'neuron_driver' / 'defaults' / 'main.yml').read_text())
+    defaults = load('neuron_driver', 'defaults', 'main.yml')
     pin = neuron_pin(bake_facts('inf1.6xlarge', 'inf2.xlarge'), 'inf2.xlarge')
     assert pin == defaults['neuron_driver_dkms_version']
     assert not pin.startswith('2.24')
@@ -140,5 +121,5 @@ def test_a_bake_with_only_a_vendor_on_a_v100_host_gets_the_default_open_modules(
 
 
 def test_a_bake_with_only_a_vendor_on_an_inf1_host_pins_the_current_driver(bake_facts):
-    defaults = yaml.safe_load((ROLES / 'neuron_driver' / 'defaults' / 'main.yml').read_text())
+    defaults = load('neuron_driver', 'defaults', 'main.yml')
     assert neuron_pin(bake_facts('inf1.6xlarge', None), '') == defaults['neuron_driver_dkms_version']

@@ -8,35 +8,25 @@ Neuron roles knew only community.general.chroot, not -c chroot)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
-import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-try:  # ansible-core >= 2.19 templates only strings marked as trusted
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core 2.18 trusts every string
-    def trust_as_template(value):
-        return value
-
-ROLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles')
-
-
-def _load(*parts):
-    with open(os.path.join(ROLES, *parts)) as f:
-        return yaml.safe_load(f)
+sys.path.insert(0, os.path.dirname(__file__))
+from role_files import load, trust_as_template  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _task_var(role, tasks_file, task_name, key):
-    tasks = _load(role, 'tasks', tasks_file)
+    tasks = load(role, 'tasks', tasks_file)
     task = next(t for t in tasks if t['name'] == task_name)
     return task, task['ansible.builtin.set_fact'][key]
 
 
 def _vars_var(role, key):
-    return None, _load(role, 'vars', 'main.yml')[key]
+    return None, load(role, 'vars', 'main.yml')[key]
 
 
 # (role, manage_service variable, where the expression lives, whether it says "bake" (true in a chroot) or "live")
@@ -45,7 +35,7 @@ SWITCHES = [
     ('nvidia_container_toolkit', 'nvidia_container_toolkit_manage_service',
      lambda: _vars_var('nvidia_container_toolkit', '__nvidia_container_toolkit_live'), 'live'),
     ('nvidia_driver', 'nvidia_driver_manage_service',
-     lambda: (None, _load('nvidia_driver', 'tasks', 'decide.yml')[0]['vars']['__bake']), 'bake'),
+     lambda: (None, load('nvidia_driver', 'tasks', 'decide.yml')[0]['vars']['__bake']), 'bake'),
     ('neuron_driver', 'neuron_driver_manage_service',
      lambda: _task_var('neuron_driver', 'variables.yml', 'Resolve the repository, kernel and mode', 'neuron_driver_bake'),
      'bake'),
@@ -71,7 +61,7 @@ def _render(expression, variables):
     variables = dict(variables)
     for role in ('nvidia_driver', 'neuron_driver'):
         name = '__%s_chroot' % role
-        variables[name] = trust_as_template(_load(role, 'vars', 'main.yml')[name])
+        variables[name] = trust_as_template(load(role, 'vars', 'main.yml')[name])
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))
 
 

@@ -13,40 +13,21 @@ simulated hardware.
 from __future__ import annotations
 
 import os
+import sys
 import re
 
 import pytest
-import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
 
-try:  # ansible-core >= 2.19 templates only strings marked as trusted
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core 2.18 trusts every string
-    def trust_as_template(value):
-        return value
+sys.path.insert(0, os.path.dirname(__file__))
+from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
 
-ROLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'nvidia_driver')
 CUDA = 'https://developer.download.nvidia.com/compute/cuda/repos'
 KERNEL = '6.8.0-1024-aws'
-
-
-def _trusted(data):
-    if isinstance(data, str):
-        return trust_as_template(data)
-    if isinstance(data, dict):
-        return {k: _trusted(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_trusted(v) for v in data]
-    return data
-
-
-def _load(*parts):
-    with open(os.path.join(ROLE, *parts)) as f:
-        return _trusted(yaml.safe_load(f))
 
 
 def os_vars_files(facts):
@@ -55,8 +36,8 @@ def os_vars_files(facts):
     family = '%s.yml' % facts['os_family']
     candidates = ['%s-%s.yml' % (facts['distribution'], facts['distribution_major_version']),
                   '%s-%s.yml' % (facts['os_family'], facts['distribution_major_version'])]
-    found = [c for c in candidates if os.path.exists(os.path.join(ROLE, 'vars', c))]
-    if not found or not os.path.exists(os.path.join(ROLE, 'vars', family)):
+    found = [c for c in candidates if os.path.exists(os.path.join(ROLES, 'nvidia_driver', 'vars', c))]
+    if not found or not os.path.exists(os.path.join(ROLES, 'nvidia_driver', 'vars', family)):
         return None
     return [family, found[0]]
 
@@ -64,13 +45,13 @@ def os_vars_files(facts):
 def render(facts, decision=None, kernel=KERNEL, **overrides):
     """A templar over the role's variables for a host with these facts."""
     variables = {}
-    variables.update(_load('defaults', 'main.yml'))
-    variables.update(_load('vars', 'main.yml'))
+    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
     files = os_vars_files(facts)
     assert files, 'no vars file for %r' % facts
     for name in files:
-        variables.update(_load('vars', name))
-    variables.update(_trusted(overrides))
+        variables.update(load('nvidia_driver', 'vars', name))
+    variables.update(trusted(overrides))
     variables['ansible_facts'] = dict(facts, kernel=kernel)
     variables['ansible_check_mode'] = False
     # What accel.nodes.dkms_kernels answers for a node with this one kernel.
@@ -198,7 +179,7 @@ def test_mirror_and_overrides():
 
 
 def test_default_fingerprints_are_both_cuda_keys():
-    defaults = _load('defaults', 'main.yml')
+    defaults = load('nvidia_driver', 'defaults', 'main.yml')
     assert defaults['nvidia_driver_repo_key_fingerprint'] == [
         'EB693B3035CD5710E231E123A4B469963BF863CC',  # 3bf863cc.pub, apt
         '610C7B14E068A878070DA4E99CD0A493D42D0685',  # D42D0685.pub, RPM
@@ -294,12 +275,12 @@ def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None,
 
 
 def decide(accelerators, **overrides):
-    task = _load('tasks', 'decide.yml')[0]
+    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
     variables = {}
-    variables.update(_load('defaults', 'main.yml'))
-    variables.update(_load('vars', 'main.yml'))
+    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
     variables.update(task['vars'])
-    variables.update(_trusted(overrides))
+    variables.update(trusted(overrides))
     variables['ansible_facts'] = {'kernel': KERNEL, 'accelerators': accelerators}
     templar = Templar(loader=DataLoader(), variables=variables)
     return templar.template(task['ansible.builtin.set_fact']['nvidia_driver_decision'])
@@ -371,8 +352,8 @@ def test_nouveau_from_problems():
 
 def test_injected_plain_variable():
     """set_fact without cacheable leaves ansible_facts alone: the plain variable counts too."""
-    task = _load('tasks', 'decide.yml')[0]
-    variables = dict(_load('defaults', 'main.yml'), **_load('vars', 'main.yml'))
+    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
+    variables = dict(load('nvidia_driver', 'defaults', 'main.yml'), **load('nvidia_driver', 'vars', 'main.yml'))
     variables.update(task['vars'])
     variables['ansible_facts'] = {'kernel': KERNEL}
     variables['accelerators'] = _facts([V100])

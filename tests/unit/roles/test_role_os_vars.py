@@ -17,6 +17,7 @@ import fnmatch
 import glob
 import os
 import re
+import sys
 
 import pytest
 import yaml
@@ -26,13 +27,9 @@ from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
 
-try:  # ansible-core >= 2.19 templates only strings marked as trusted
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core 2.18 trusts every string
-    def trust_as_template(value):
-        return value
+sys.path.insert(0, os.path.dirname(__file__))
+from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
 
-ROLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles')
 ALL_ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
                    for p in glob.glob(os.path.join(ROLES, '*', 'meta', 'main.yml')))
 
@@ -52,22 +49,9 @@ PLATFORM_HOSTS = {
 RUN_IN_MOLECULE = {('Debian', '12')}
 
 
-def _trusted(data):
-    if isinstance(data, str):
-        return trust_as_template(data)
-    if isinstance(data, dict):
-        return {k: _trusted(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_trusted(v) for v in data]
-    return data
-
-
 def _load(role, *parts):
-    path = os.path.join(ROLES, role, *parts)
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return _trusted(yaml.safe_load(f) or {})
+    """A role file; {} where the role has none (not every role has vars/main.yml)."""
+    return load(role, *parts, missing_ok=True)
 
 
 def host(distribution, version, os_family, release='', architecture='x86_64', kernel='6.8.0-1024-aws'):
@@ -127,7 +111,7 @@ def render(role, facts, **extra):
         variables.update(_load(role, 'vars', name))
     variables['ansible_facts'] = facts
     variables['ansible_check_mode'] = False
-    variables.update(_trusted(extra))
+    variables.update(trusted(extra))
     return Templar(loader=DataLoader(), variables=variables)
 
 
