@@ -120,6 +120,7 @@ def udev_rule(ctk_path: str) -> str:
     """The udev rule file's text."""
     return _RULE % ctk_path
 
+
 # logrus text format, as nvidia-ctk 1.17.8 logs it to stderr:
 #   time="..." level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"
 _LINK = re.compile(r'Creating link (\S+) => (\S+?)"?$')
