@@ -18,7 +18,7 @@ description:
     Docker reads C(daemon.json) when it starts, so a file older than the running daemon is the one it runs with,
     and it is kept. A file changed since is compared with C(docker info). A runtime registration (or
     C(default-runtime)) that Docker does not run with yet is a change whose restart never happened, for example
-    in a run that failed before its handlers: RV(restart) then names C(docker), for the caller to restart it.
+    in a run that failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
     Other edits are left for the user to apply, since a restart stops running containers; RV(messages) says so.
   - B(containerd.) The files under O(containerd_dir) are kept, as a tar and the digest of the files, when none is
     newer than the running daemon and the digest changed.

@@ -7,8 +7,8 @@ FakeNode answers run_command for systemctl, docker, ctr and journalctl as
 Debian 12's docker.io 20.10.24 and containerd 1.6.20 do: dockerd refuses a
 daemon.json key that its unit also gives as a flag, containerd refuses a
 config.toml that is not TOML, and each writes its error to the journal. The
-answers and error lines were captured on the Molecule node of the
-container_runtime scenario.
+engines' error lines are those they wrote on the node of the Molecule scenario
+container_runtime; the systemd lines around them are systemd 252's.
 """
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ DOCKER_JOURNAL = [
 ]
 CONTAINERD_JOURNAL = [
     'Starting containerd container runtime...',
-    'containerd: failed to load TOML from /etc/containerd/config.toml: invalid configuration: toml: line 29 '
-    "(last key \"this is\"): expected value but found '=' instead",
+    'containerd: failed to load TOML: /etc/containerd/config.toml: (10, 6): was expecting token =, but got "is" instead',
     'containerd.service: Main process exited, code=exited, status=1/FAILURE',
     "containerd.service: Failed with result 'exit-code'.",
     'Failed to start containerd container runtime.',
