@@ -195,7 +195,7 @@ def parse_show(text: str) -> List[Dict[str, str]]:
             if units[-1]:
                 units.append({})
             continue
-        key, _, value = line.partition('=')
+        key, dummy, value = line.partition('=')
         units[-1][key] = value
     return [unit for unit in units if unit]
 

@@ -54,8 +54,8 @@ def test_runtimes_not_used_names_what_docker_lacks():
         'this file (no --config-file elsewhere) and that no --add-runtime or --default-runtime flag in its unit '
         'overrides it.')
     assert _engine.runtimes_not_used({'default-runtime': 'runc'}, DOCKER_INFO, '/d.json') is None
-    assert 'default runtime is runc, not crun. ' in _engine.runtimes_not_used({'default-runtime': 'crun'},
-                                                                               DOCKER_INFO, '/d.json')
+    crun = _engine.runtimes_not_used({'default-runtime': 'crun'}, DOCKER_INFO, '/d.json')
+    assert 'default runtime is runc, not crun. ' in crun
 
 
 @pytest.mark.skipif(not all(shutil.which(t) for t in ('bash', 'find', 'xargs', 'sha256sum')), reason='needs GNU tools')
