@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - Reads, without changing anything, what the roles M(accel.nodes.neuron_driver),
     M(accel.nodes.oci_add_hooks) and M(accel.nodes.neuron_container_runtime) decide from, in one module run
-    instead of one per question: the distribution facts, the installed packages of interest, a few paths, the
+    instead of one per question - the distribution facts, the installed packages of interest, a few paths, the
     first executable among candidates and what it answers to C(--version).
   - Packages are read from the dpkg status file (C(/var/lib/dpkg/status)) where there is one, which gives
     their selection (C(hold)) too, and otherwise from C(rpm -qa).
