@@ -174,8 +174,8 @@ def runtime_chain(probe: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict
                         'accel.nodes.oci_add_hooks, or set neuron_container_runtime_oci_add_hooks_path)'
                         % ' or '.join(settings['oci_add_hooks_candidates']))
     elif version.get('rc') != 0 or not _str(version.get('stdout')).startswith('commit:'):
-        problems.append('%s --version failed (rc %s: %s)' % (oci_add_hooks, version.get('rc'),
-                                                              _str(version.get('stderr')).strip()))
+        problems.append('%s --version failed (rc %s: %s)'
+                        % (oci_add_hooks, version.get('rc'), _str(version.get('stderr')).strip()))
     if not runc:
         problems.append('runc is not an executable regular file at %s (install the container engine, or set '
                         'neuron_container_runtime_runc_path)' % ' or '.join(settings['runc_candidates']))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -144,7 +142,8 @@ def test_pins_match_hashed_versions(scenario_facts, os_family):
 
 
 def test_the_libraries_are_installed_only_when_asked(scenario_facts):
-    names = lambda s: [p['name'] for p in neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], s)['packages']]  # noqa: E731
+    def names(settings):
+        return [p['name'] for p in neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], settings)['packages']]
     assert names(driver_settings()) == ['aws-neuronx-dkms', 'aws-neuronx-tools']
     assert names(driver_settings(install_runtime_lib=True, install_collectives='True')) == [
         'aws-neuronx-dkms', 'aws-neuronx-tools', 'aws-neuronx-runtime-lib', 'aws-neuronx-collectives']
