@@ -28,8 +28,8 @@ attributes:
 options:
   facts:
     description:
-      - Return the distribution and platform facts (C(os_family), C(distribution),
-        C(distribution_major_version), C(distribution_release), C(kernel), C(architecture), ...) as
+      - Return the distribution, platform and package manager facts (C(os_family), C(distribution),
+        C(distribution_major_version), C(distribution_release), C(kernel), C(architecture), C(pkg_mgr), ...) as
         M(ansible.builtin.setup) with C(gather_subset=min) names them, in RV(ansible_facts).
     type: bool
     default: false
@@ -125,6 +125,7 @@ from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.facts.system.distribution import DistributionFactCollector
+from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
 from ansible.module_utils.facts.system.platform import PlatformFactCollector
 
 from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
@@ -166,6 +167,9 @@ def main() -> None:
         facts = {}  # type: Dict[str, Any]
         facts.update(PlatformFactCollector().collect(module=module))
         facts.update(DistributionFactCollector().collect(module=module))
+        # The package action reads pkg_mgr, and gathers it in a run of its own where it is missing.
+        facts.update(PkgMgrFactCollector().collect(module=module, collected_facts=dict(
+            ('ansible_' + k, v) for k, v in facts.items())))
         result['ansible_facts'] = facts
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])

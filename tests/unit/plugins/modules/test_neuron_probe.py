@@ -83,7 +83,7 @@ def test_facts_name_the_distribution_as_setup_does(run_module):
     result = run_module(neuron_probe.main, dict(facts=True))
     facts = result['ansible_facts']
     for key in ('os_family', 'distribution', 'distribution_major_version', 'distribution_release', 'kernel',
-                'architecture'):
+                'architecture', 'pkg_mgr'):
         assert key in facts
     assert 'ansible_facts' not in run_module(neuron_probe.main, dict())
 
