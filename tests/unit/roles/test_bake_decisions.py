@@ -60,18 +60,13 @@ def nvidia_decision(accelerators, instance_type):
 
 
 def neuron_pin(accelerators, instance_type):
-    tasks = load('neuron_driver', 'tasks', 'driver-version.yml')
-    inf1 = next(t for t in tasks if t['name'].startswith('Tell Inf1'))
-    pick = next(t for t in tasks if t['name'] == 'Pick the driver version')
+    """The pin as the role decides it: vars/main.yml hands its settings to accel.nodes.neuron_driver_plan."""
     variables = {}
     variables.update(load('neuron_driver', 'defaults', 'main.yml'))
     variables.update(load('neuron_driver', 'vars', 'main.yml'))
-    variables.update(inf1['vars'])
+    variables.update(load('neuron_driver', 'vars', 'Debian.yml'))
     variables.update({'neuron_driver_instance_type': instance_type, 'ansible_facts': {'accelerators': accelerators}})
-    decided = Templar(loader=DataLoader(), variables=variables).template(inf1['ansible.builtin.set_fact'])
-    variables.update(decided)
-    return Templar(loader=DataLoader(), variables=variables).template(
-        pick['ansible.builtin.set_fact']['neuron_driver_dkms_pin'])
+    return Templar(loader=DataLoader(), variables=variables).template(variables['__neuron_driver_plan'])['dkms_pin']
 
 
 def test_a_g5_bake_on_a_host_with_eight_v100s_gets_the_open_modules(bake_facts):
