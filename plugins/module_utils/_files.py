@@ -13,9 +13,11 @@ only if it differs, atomically, after a backup, and never in check mode.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
-__all__ = ['read_text', 'make_parents', 'write_atomic', 'remove', 'file_diff', 'update_file']
+__all__ = ['read_text', 'make_parents', 'write_atomic', 'remove', 'file_diff', 'update_file', 'existing_paths',
+           'remove_path']
 
 NEW_FILE_MODE = 0o644
 
@@ -124,3 +126,20 @@ def update_file(module, path, before, after, backup=False, mode=NEW_FILE_MODE):
     else:
         write_atomic(module, path, after, mode)
     return result
+
+
+def existing_paths(paths, lexists=os.path.lexists):
+    """The paths that exist (a dangling link exists), once each, in the order given."""
+    seen = []
+    for path in paths:
+        if path not in seen and lexists(path):
+            seen.append(path)
+    return seen
+
+
+def remove_path(path):
+    """Remove a file, a link (not its target) or a directory tree."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)

@@ -54,27 +54,11 @@ removed:
 """
 
 import os
-import shutil
-from typing import Callable, List
 
 from ansible.module_utils.basic import AnsibleModule
 
-
-def existing(paths: List[str], lexists: Callable[[str], bool] = os.path.lexists) -> List[str]:
-    """The paths that exist (a dangling link exists), once each, in the order given."""
-    seen = []  # type: List[str]
-    for path in paths:
-        if path not in seen and lexists(path):
-            seen.append(path)
-    return seen
-
-
-def remove(path: str) -> None:
-    """Remove a file, a link (not its target) or a directory tree."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
+from ansible_collections.accel.nodes.plugins.module_utils._files import existing_paths as existing
+from ansible_collections.accel.nodes.plugins.module_utils._files import remove_path as remove
 
 
 def main() -> None:
