@@ -111,11 +111,11 @@ def nvidia_driver_decision(facts: t.Any, branch: t.Any = '580', version: t.Any =
     blackwell = any(c >= BLACKWELL for c in caps) or model in BLACKWELL_MODELS
     module = kernel_module if kernel_module != 'auto' else ('proprietary' if older else 'open')
 
-    branch = version.split('.')[0] if version else str(branch)
+    branch = version.split('.', maxsplit=1)[0] if version else str(branch)
     loaded = nv.get('driver_version')
     loaded_module = nv.get('kernel_module_flavor')
     satisfied = (not bake and loaded is not None
-                 and (loaded == version if version else str(loaded).split('.')[0] == branch)
+                 and (loaded == version if version else str(loaded).split('.', maxsplit=1)[0] == branch)
                  and (kernel_module == 'auto' or loaded_module in (None, module)))
 
     nvswitch = _dict(nv.get('nvswitch'))

@@ -80,8 +80,8 @@ options:
     default: ''
   kernel_packages:
     description:
-      - Also list the installed kernel packages that a kernel hold covers, in RV(kernel_packages): from the dpkg
-        status file under O(root) on Debian and Ubuntu, from C(rpm -qa) on RHEL, its rebuilds and Amazon Linux.
+      - Also list the installed kernel packages that a kernel hold covers, in RV(kernel_packages), read from the
+        dpkg status file under O(root) on Debian and Ubuntu, from C(rpm -qa) on RHEL, its rebuilds and Amazon Linux.
     type: bool
     default: false
     version_added: 0.3.0
