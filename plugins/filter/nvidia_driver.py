@@ -259,6 +259,39 @@ def nvidia_driver_missing_packages(missing: t.Any, headers: t.Any = None, kernel
         ', '.join(missing), where)
 
 
+def nvidia_driver_packages(decision: t.Any, package_manager: str = 'apt', headers: t.Any = None,
+                           own_packages: t.Any = None, pin_package: str = '', cuda_repo_packages: t.Any = None,
+                           cuda_repo_version_packages: t.Any = None, distro_packages: t.Any = None,
+                           persistenced_packages: t.Any = None, persistence_mode: t.Any = True) -> dict:
+    """What the role installs for the decision, in two steps: {'pin': the branch pin, installed
+    first so that the driver packages resolve inside the branch (apt and the CUDA repository
+    only), 'driver': the driver packages, 'required': everything that must be installable
+    before anything is installed (the headers, dkms, the pin, the driver packages without
+    module streams and versions)}.
+
+    The per-OS data (vars/<os_family>.yml, vars/<Distribution>-<major>.yml) names the packages
+    by kernel module flavour; own_packages (nvidia_driver_packages) replace the role's choice,
+    pin included. An exact version: apt takes <name>=<version>-* for the distribution's packages
+    (the CUDA repository's pinning package already names the version); dnf asks for the
+    stream's packages at that version (cuda_repo_version_packages)."""
+    d = _dict(decision)
+    own = [str(p) for p in (own_packages or [])]
+    source, module, version = d.get('source'), d.get('kernel_module'), str(d.get('version') or '')
+    pins = [pin_package] if source == 'cuda_repo' and pin_package and not own else []
+    if own:
+        driver = own
+    else:
+        base = _dict(cuda_repo_packages if source == 'cuda_repo' else distro_packages).get(module) or []
+        suffix = '=%s-*' % version if version and source == 'distro' and package_manager == 'apt' else ''
+        versioned = (_dict(cuda_repo_version_packages).get(module) or []
+                     if version and source == 'cuda_repo' and package_manager == 'dnf' else [])
+        driver = ([str(p) + suffix for p in base] + [str(p) for p in versioned]
+                  + ([str(p) for p in (persistenced_packages or [])] if _bool(persistence_mode) else []))
+    required = ([str(h) for h in (headers or [])] + ['dkms'] + pins
+                + [p.split('=', 1)[0] for p in driver if not p.startswith('@')])
+    return {'pin': pins, 'driver': driver, 'required': required}
+
+
 class FilterModule(object):
 
     def filters(self) -> t.Dict[str, t.Callable[..., t.Any]]:
@@ -266,4 +299,5 @@ class FilterModule(object):
             'nvidia_driver_decision': nvidia_driver_decision,
             'nvidia_driver_input_errors': nvidia_driver_input_errors,
             'nvidia_driver_missing_packages': nvidia_driver_missing_packages,
+            'nvidia_driver_packages': nvidia_driver_packages,
         }

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.accel.nodes.plugins.filter.nvidia_driver import (
-    FilterModule, nvidia_driver_decision, nvidia_driver_input_errors, nvidia_driver_missing_packages)
+    FilterModule, nvidia_driver_decision, nvidia_driver_input_errors, nvidia_driver_missing_packages,
+    nvidia_driver_packages)
 from ansible_collections.accel.nodes.plugins.module_utils import _ec2
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
@@ -347,4 +348,40 @@ def test_missing_driver_packages_name_the_repository():
 
 def test_the_filters_are_registered():
     assert set(FilterModule().filters()) == {'nvidia_driver_decision', 'nvidia_driver_input_errors',
-                                             'nvidia_driver_missing_packages'}
+                                             'nvidia_driver_missing_packages', 'nvidia_driver_packages'}
+
+
+# -- what the role installs --------------------------------------------------
+
+def _decision(**kwargs):
+    return dict({'source': 'cuda_repo', 'kernel_module': 'open', 'version': '', 'branch': '580'}, **kwargs)
+
+
+def test_apt_cuda_repo_pins_the_branch_first():
+    p = nvidia_driver_packages(_decision(), 'apt', headers=['linux-headers-6.1.0-28-amd64'],
+                               pin_package='nvidia-driver-pinning-580',
+                               cuda_repo_packages={'open': ['nvidia-open'], 'proprietary': ['cuda-drivers']},
+                               persistenced_packages=['nvidia-persistenced'])
+    assert p == {'pin': ['nvidia-driver-pinning-580'], 'driver': ['nvidia-open', 'nvidia-persistenced'],
+                 'required': ['linux-headers-6.1.0-28-amd64', 'dkms', 'nvidia-driver-pinning-580', 'nvidia-open',
+                              'nvidia-persistenced']}
+
+
+def test_dnf_streams_are_not_required_and_versions_name_the_packages():
+    p = nvidia_driver_packages(_decision(kernel_module='proprietary', version='580.95.05'), 'dnf',
+                               cuda_repo_packages={'proprietary': ['@nvidia-driver:580-dkms']},
+                               cuda_repo_version_packages={'proprietary': ['nvidia-driver-580.95.05']},
+                               persistenced_packages=['nvidia-persistenced'], persistence_mode='false')
+    assert p['pin'] == [] and p['driver'] == ['@nvidia-driver:580-dkms', 'nvidia-driver-580.95.05']
+    assert p['required'] == ['dkms', 'nvidia-driver-580.95.05']
+
+
+def test_distro_versions_and_own_packages():
+    p = nvidia_driver_packages(_decision(source='distro', version='580.95.05'), 'apt',
+                               distro_packages={'open': ['nvidia-driver-580-server-open']},
+                               pin_package='nvidia-driver-pinning-580.95.05')
+    assert p['driver'] == ['nvidia-driver-580-server-open=580.95.05-*'] and p['pin'] == []
+    assert p['required'] == ['dkms', 'nvidia-driver-580-server-open']
+    own = nvidia_driver_packages(_decision(), 'apt', own_packages=['nvidia-driver-580-open'],
+                                 pin_package='nvidia-driver-pinning-580', cuda_repo_packages={'open': ['nvidia-open']})
+    assert own['pin'] == [] and own['driver'] == ['nvidia-driver-580-open']
