@@ -18,6 +18,9 @@ description:
     create (C(--dry-run)), keeps those that do not exist yet, and runs the tool for real only when there are any.
     The task is changed exactly when a link was missing.
   - After the real run every link the tool named must exist; otherwise the module fails with the tool's output.
+  - With O(udev_rule), the module also keeps the udev rule that NVIDIA's troubleshooting guide gives, which
+    runs the tool with C(--create-all) whenever the driver binds, so that the links come back after a reboot.
+    Rule and links are one module run; O(state=absent) removes the rule.
 author:
   - accel.nodes maintainers (@accel-nodes)
 extends_documentation_fragment:
@@ -48,6 +51,24 @@ options:
       - Where the links go (the tool's C(--dev-char-path)).
     type: path
     default: /dev/char
+  udev_rule:
+    description:
+      - Path of the udev rule file to keep (O(state=present)) or remove (O(state=absent)), for example
+        C(/etc/udev/rules.d/71-nvidia-dev-char.rules). Missing parent directories are created with mode C(0755).
+      - Omitted, the module touches no udev rule.
+    type: path
+  links:
+    description:
+      - Create the links now. V(false) keeps only the udev rule, for a node whose driver is not loaded yet or
+        which is not running (an image being baked).
+    type: bool
+    default: true
+  state:
+    description:
+      - V(present) keeps the rule and creates the links. V(absent) removes O(udev_rule) and nothing else.
+    type: str
+    choices: [present, absent]
+    default: present
 notes:
   - A link that exists but points somewhere else is left alone, as the tool leaves it; the module warns about it.
 seealso:
@@ -63,6 +84,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+udev_rule_changed:
+  description: Whether the udev rule is (in check mode, would be) written or removed.
+  returned: always
+  type: bool
 links:
   description: Every link the tool names for this host, as C(path => target).
   returned: always
@@ -78,9 +103,23 @@ created:
 
 import os
 import re
-from typing import Dict, List
+from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils._files import read_text, update_file
+
+# NVIDIA's workaround, as its troubleshooting guide gives the rule (see seealso).
+_RULE = (
+    '# Managed by accel.nodes.nvidia_container_toolkit (nvidia_container_toolkit_dev_char_symlinks).\n'
+    "# Create /dev/char symlinks for the NVIDIA device nodes, so that systemd keeps them in containers' device cgroups.\n"
+    'ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="%s system create-dev-char-symlinks --create-all"\n')
+
+
+def udev_rule(ctk_path: str) -> str:
+    """The udev rule file's text."""
+    return _RULE % ctk_path
+
 
 # logrus text format, as nvidia-ctk 1.17.8 logs it to stderr:
 #   time="..." level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"
@@ -115,34 +154,57 @@ def _run(module: AnsibleModule, argv: List[str]) -> str:
     return out + '\n' + err
 
 
+def keep_rule(module: AnsibleModule, want: Optional[str]) -> Dict[str, Any]:
+    """Write (want is text) or remove (want is None) the udev rule; update_file's result."""
+    path = module.params['udev_rule']
+    try:
+        before = read_text(path)
+    except ValueError as exc:
+        module.fail_json(msg='udev_rule: %s' % exc)
+    return update_file(module, path, before, want, mode=0o644)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             ctk_path=dict(type='path', default='/usr/bin/nvidia-ctk'),
             create_all=dict(type='bool', default=True),
             dev_char_path=dict(type='path', default='/dev/char'),
+            udev_rule=dict(type='path'),
+            links=dict(type='bool', default=True),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
         ),
+        required_if=[('state', 'absent', ('udev_rule',))],
         supports_check_mode=True,
     )
-    argv = [module.params['ctk_path'], 'system', 'create-dev-char-symlinks',
-            '--dev-char-path=%s' % module.params['dev_char_path']]
-    if module.params['create_all']:
-        argv.append('--create-all')
-
-    links = parse_links(_run(module, argv + ['--dry-run']))
-    created = missing_links(links)
-    for path in wrong_links(links):
-        module.warn('%s points to %s, not %s; it is left as it is' % (path, os.readlink(path), links[path]))
-    result = dict(changed=bool(created), links=links, created=created)
+    params = module.params
+    result = dict(changed=False, udev_rule_changed=False, links={}, created=[])  # type: Dict[str, Any]
+    diffs = []
+    if params['udev_rule']:
+        rule = keep_rule(module, udev_rule(params['ctk_path']) if params['state'] == 'present' else None)
+        result['udev_rule_changed'] = rule['changed']
+        diffs.append(rule['diff'])
+    if params['state'] == 'present' and params['links']:
+        argv = [params['ctk_path'], 'system', 'create-dev-char-symlinks',
+                '--dev-char-path=%s' % params['dev_char_path']]
+        if params['create_all']:
+            argv.append('--create-all')
+        links = parse_links(_run(module, argv + ['--dry-run']))
+        created = missing_links(links)
+        for path in wrong_links(links):
+            module.warn('%s points to %s, not %s; it is left as it is' % (path, os.readlink(path), links[path]))
+        result.update(links=links, created=created)
+        diffs.append(dict(before=''.join('%s\n' % p for p in links if p not in created),
+                          after=''.join('%s\n' % p for p in links),
+                          before_header=params['dev_char_path'], after_header=params['dev_char_path']))
+        if created and not module.check_mode:
+            output = _run(module, argv)
+            still = missing_links(links)
+            if still:
+                module.fail_json(msg='nvidia-ctk did not create %s: %s' % (', '.join(still), output.strip()), **result)
+    result['changed'] = bool(result['udev_rule_changed'] or result['created'])
     if module._diff:
-        result['diff'] = dict(before=''.join('%s\n' % p for p in links if p not in created),
-                              after=''.join('%s\n' % p for p in links),
-                              before_header=module.params['dev_char_path'], after_header=module.params['dev_char_path'])
-    if created and not module.check_mode:
-        output = _run(module, argv)
-        still = missing_links(links)
-        if still:
-            module.fail_json(msg='nvidia-ctk did not create %s: %s' % (', '.join(still), output.strip()), **result)
+        result['diff'] = diffs[0] if len(diffs) == 1 else diffs
     module.exit_json(**result)
 
 

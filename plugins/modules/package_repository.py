@@ -224,7 +224,7 @@ def main() -> None:
             suites=dict(type='list', elements='str'),
             components=dict(type='list', elements='str'),
             architectures=dict(type='list', elements='str'),
-            key_url=dict(type='str'),
+            key_url=dict(type='str', no_log=False),
             key_src=dict(type='path'),
             key_fingerprint=dict(type='list', elements='str', no_log=False),
             keyring=dict(type='path', required=True, no_log=False),

@@ -15,7 +15,7 @@ description:
   - Made for checks such as M(accel.nodes.accelerator_validation)'s containers, which ask for devices
     (C(--gpus), C(--device), a runtime, environment) and judge what the container saw. Each container's
     result has the shape of a M(community.docker.docker_container) loop result (RV(results[].item),
-    RV(results[].status), RV(results[].container.Output)), so the same filters judge it.
+    RV(results[].status), RV(results[].container)), so the same filters judge it.
   - One module run instead of one per container, and the containers run concurrently.
   - A container that cannot be created or started, or that fails, does not fail the task; its result
     says why, with the daemon's own message.
@@ -28,7 +28,7 @@ attributes:
   check_mode:
     support: none
     details:
-      - The containers change nothing on the node. Set C(check_mode: false) on the task to run them in check
+      - The containers change nothing on the node. Set C(check_mode=false) on the task to run them in check
         mode too, with O(pull=never).
   diff_mode:
     support: none
@@ -39,7 +39,7 @@ options:
         C(command) (a list), and optionally C(runtime) (as for C(docker run --runtime); empty for Docker's
         default), C(env) (added to O(env)), C(devices) (as for C(docker run --device),
         C(HOST[:CONTAINER[:PERMISSIONS]])), C(device_requests) (as M(community.docker.docker_container)'s
-        option: C(driver), C(count), C(device_ids), C(capabilities), C(options); C(docker run --gpus) makes
+        option, with C(driver), C(count), C(device_ids), C(capabilities), C(options); C(docker run --gpus) makes
         them) and C(skip) (a reason not to run it; its result is then skipped).
       - Other keys are kept in RV(results[].item) and ignored, so the cases of the
         C(accel.nodes.validation_container_plan) filter can be passed as they are.

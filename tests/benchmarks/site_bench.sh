@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Wall time of playbooks/site.yml on fresh nodes with SIMULATED hardware (the
-# Molecule scenario molecule/site): the first run; the second run, which finds
-# the node unchanged since its state record and skips the provisioning roles
-# and validation containers; a third run with accel_nodes_skip_unchanged=false,
-# which goes through every role and container; and a floor play that only
-# gathers facts on the same node. Prints the figures, and the task count and
+# Molecule scenario molecule/site): the first run, with the opt-in state record
+# (accel_nodes_state_record=true); runs with the record, which find the node
+# unchanged and skip the provisioning roles and validation containers; full
+# runs as by default (no state record), which go through every role and
+# container; and a floor play that only gathers facts on the same node. Prints the figures, and the task count and
 # seconds of each role (profile_tasks) in each site.yml run.
 #   tests/benchmarks/site_bench.sh [p3|inf1 ...]   (default: p3 inf1)
 # The nodes are named bench-site-* and have their own Molecule state, so they
@@ -64,10 +64,10 @@ median() {
 for sim in "$@"; do
   node=bench-site-$sim
   echo "$node: first site.yml run ..." >&2
-  first=$(run "$sim-first.log" molecule/site/converge.yml "$node")
+  first=$(run "$sim-first.log" molecule/site/converge.yml "$node" -e accel_nodes_state_record=true)
   echo "$node: unchanged runs, full runs, floor (three each) ..." >&2
-  second=$(median "$sim-unchanged" "$node" molecule/site/converge.yml)
-  full=$(median "$sim-full" "$node" molecule/site/converge.yml -e accel_nodes_skip_unchanged=false)
+  second=$(median "$sim-unchanged" "$node" molecule/site/converge.yml -e accel_nodes_state_record=true)
+  full=$(median "$sim-full" "$node" molecule/site/converge.yml)
   floor=$(median "$sim-floor" "$node" "$out/floor.yml")
   for log in "$out/$sim"-unchanged-?.log "$out/$sim"-full-?.log; do
     grep -q "$node *: ok=[0-9]* *changed=0 " "$log" ||
@@ -96,8 +96,8 @@ def per_role(log):
 print('\n%s (SIMULATED hardware)' % node)
 print('  first run %.1f s' % first)
 print('  floor (facts only) %.1f s' % floor)
-print('  unchanged node (state record matches) %.1f s: %.1fx the floor' % (second, second / floor))
-print('  full run (accel_nodes_skip_unchanged=false) %.1f s: %.1fx the floor' % (full, full / floor))
+print('  unchanged node (opt-in state record matches) %.1f s: %.1fx the floor' % (second, second / floor))
+print('  full run (the default: every role, no state record) %.1f s: %.1fx the floor' % (full, full / floor))
 runs = [per_role(logs + suffix) for suffix in ('-first.log', '-unchanged-1.log', '-full-1.log')]
 print('  %-38s %14s %14s %14s' % ('role: tasks, seconds', 'first', 'unchanged', 'full'))
 for role in sorted(set().union(*runs), key=lambda r: -runs[2].get(r, (0, 0.0))[1]):

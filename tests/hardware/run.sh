@@ -3,9 +3,10 @@
 # node with systemd as its PID 1 where the host's PID 1 is not systemd, binds the
 # host's GPU devices and driver root into it, and runs the collection's own
 # playbooks there with the local connection:
-#   site.yml --check on the fresh node, site.yml (first configuration), site.yml
-#   again with accel_nodes_skip_unchanged=false (full re-run: must report changed=0),
-#   site.yml again (unchanged re-run), validate.yml, and a facts-only play.
+#   site.yml --check on the fresh node, site.yml (first configuration, with the
+#   opt-in state record), site.yml again as by default (full re-run, every role:
+#   must report changed=0), site.yml with the state record again (unchanged
+#   re-run), validate.yml, and a facts-only play.
 # Prints each run's changed count and wall time and the validation report, and
 # writes them under OUTDIR.
 #
@@ -163,6 +164,8 @@ play() { # name playbook args...
     PYTHONPATH=/opt/accel-nodes/python ANSIBLE_COLLECTIONS_PATH=/opt/accel-nodes/collections \
     ANSIBLE_HOME=/root/.ansible ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ANSIBLE_STDOUT_CALLBACK=default \
     ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_PIPELINING=1 ANSIBLE_DIFF_ALWAYS=1 \
+    ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=all \
+    PROFILE_TASKS_SORT_ORDER=none \
     python3 -m ansible.cli.playbook -i /opt/accel-nodes/inventory.yml -e @/opt/accel-nodes/vars.yml \
     "$book" "$@" >"$logs/$name.log" 2>&1
   rc=$?
@@ -194,9 +197,9 @@ snapshot >"$logs/check-after.txt"
 LC_ALL=C comm -3 "$logs/check-before.txt" "$logs/check-after.txt" >"$logs/check-fresh-writes.txt" || :
 log "site.yml --check changed $(grep -c . "$logs/check-fresh-writes.txt") path(s) outside Ansible's, Docker's, systemd's and the logs' own (logs/check-fresh-writes.txt)"
 rm -f "$logs/check-before.txt" "$logs/check-after.txt"
-play site-first "$books/site.yml"
-play site-full-rerun "$books/site.yml" -e accel_nodes_skip_unchanged=false
-play site-unchanged "$books/site.yml"
+play site-first "$books/site.yml" -e accel_nodes_state_record=true
+play site-full-rerun "$books/site.yml"
+play site-unchanged "$books/site.yml" -e accel_nodes_state_record=true
 report=$root/var/lib/accel-nodes/validation.json
 play validate "$books/validate.yml"
 cp "$report" "$out/validation.json" 2>/dev/null || log "validate.yml wrote no report"

@@ -143,3 +143,42 @@ def test_a_link_to_elsewhere_is_left_alone_with_a_warning(run, tmp_path):
     assert os.readlink(tmp_path / '195:0') == '/dev/somewhere'
     assert '%s/195:0' % tmp_path not in result['created']
     assert any('195:0 points to /dev/somewhere' in c.args[0] for c in warn.call_args_list)
+
+
+RULE = ('# Managed by accel.nodes.nvidia_container_toolkit (nvidia_container_toolkit_dev_char_symlinks).\n'
+        "# Create /dev/char symlinks for the NVIDIA device nodes, so that systemd keeps them in containers' device cgroups.\n"
+        'ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks '
+        '--create-all"\n')
+
+
+def test_keeps_the_udev_rule_and_the_links_in_one_run(run, tmp_path):
+    rule = tmp_path / 'etc' / 'udev' / 'rules.d' / '71-nvidia-dev-char.rules'
+    first = run(FakeTool(tmp_path), udev_rule=str(rule), _ansible_tmpdir=str(tmp_path))
+    assert first['changed'] is True and first['udev_rule_changed'] is True
+    assert rule.read_text() == RULE
+    assert oct(rule.stat().st_mode & 0o777) == '0o644'
+    assert sorted(first['created']) == sorted(str(tmp_path / p.split('/')[-1]) for p in LINKS)
+    second = run(FakeTool(tmp_path), udev_rule=str(rule), _ansible_tmpdir=str(tmp_path))
+    assert second['changed'] is False and second['udev_rule_changed'] is False
+
+
+def test_keeps_only_the_rule_without_links_and_writes_nothing_in_check_mode(run, tmp_path):
+    rule = tmp_path / 'rules.d' / '71-nvidia-dev-char.rules'
+    tool = FakeTool(tmp_path)
+    checked = run(tool, udev_rule=str(rule), links=False, _ansible_check_mode=True, _ansible_diff=True)
+    assert checked['changed'] is True and not rule.exists()
+    assert checked['diff']['after'] == RULE
+    assert tool.calls == []
+    result = run(tool, udev_rule=str(rule), links=False, _ansible_tmpdir=str(tmp_path))
+    assert result['changed'] is True and rule.read_text() == RULE and result['links'] == {}
+    assert tool.calls == []
+
+
+def test_absent_removes_only_the_rule(run, tmp_path):
+    rule = tmp_path / '71-nvidia-dev-char.rules'
+    rule.write_text(RULE)
+    tool = FakeTool(tmp_path)
+    result = run(tool, udev_rule=str(rule), state='absent')
+    assert result['changed'] is True and not rule.exists() and tool.calls == []
+    assert run(tool, udev_rule=str(rule), state='absent')['changed'] is False
+    assert run(tool, state='absent')['failed'] is True
