@@ -285,3 +285,19 @@ def _built(*versions):
 def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
     t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)
     assert value(t, '__nvidia_driver_fabric_manager_driver_version') == version
+
+
+@pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
+def test_the_driver_packages_among_the_installed_ones(facts):
+    """apt: what accel.nodes.dpkg_holds matched; dnf: ansible_facts.packages."""
+    installed = ['cuda-drivers', 'nvidia-driver-pinning-580', 'nvidia-container-toolkit', 'libnvidia-container1',
+                 'kmod-nvidia-latest-dkms', 'dkms']
+    t = render(facts, nvidia_driver_holds={'names': installed})
+    variables = t.available_variables
+    variables['ansible_facts'] = dict(variables['ansible_facts'], packages={n: [{}] for n in installed})
+    t.available_variables = variables
+    owned = value(t, '__nvidia_driver_owned')
+    if facts['os_family'] == 'Debian':
+        assert owned == ['cuda-drivers', 'nvidia-driver-pinning-580']
+    else:
+        assert owned == ['cuda-drivers', 'kmod-nvidia-latest-dkms', 'nvidia-driver-pinning-580']
