@@ -47,14 +47,12 @@ def bake_facts(run_module, monkeypatch):
 
 
 def nvidia_decision(accelerators, instance_type):
-    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
-    variables = {}
-    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
-    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
-    variables.update(task['vars'])
+    """What the nvidia_driver role decides in a bake: forced, without managing services, through a chroot."""
+    variables = dict(load('nvidia_driver', 'defaults', 'main.yml'), **load('nvidia_driver', 'vars', 'main.yml'))
     variables.update({'nvidia_driver_force': True, 'nvidia_driver_manage_service': False,
-                      'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot'})
-    variables['ansible_facts'] = {'kernel': '6.1.0-build-host', 'accelerators': accelerators}
+                      'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot',
+                      'ansible_facts': {'accelerators': accelerators}})
+    task = next(t for t in load('nvidia_driver', 'tasks', 'decide.yml') if t['name'] == 'Work out which driver this host needs')
     return Templar(loader=DataLoader(), variables=variables).template(
         task['ansible.builtin.set_fact']['nvidia_driver_decision'])
 

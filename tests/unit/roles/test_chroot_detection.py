@@ -29,7 +29,7 @@ SWITCHES = [
     ('nvidia_container_toolkit', 'nvidia_container_toolkit_manage_service',
      lambda: _vars_var('nvidia_container_toolkit', '__nvidia_container_toolkit_live'), 'live'),
     ('nvidia_driver', 'nvidia_driver_manage_service',
-     lambda: (None, load('nvidia_driver', 'tasks', 'decide.yml')[0]['vars']['__bake']), 'bake'),
+     lambda: _vars_var('nvidia_driver', '__nvidia_driver_bake'), 'bake'),
     ('neuron_driver', 'neuron_driver_manage_service',
      lambda: _vars_var('neuron_driver', '__neuron_driver_bake'),
      'bake'),
