@@ -47,8 +47,8 @@ def _expected(facts: dict[str, t.Any], vendor: str, key: str) -> int | None:
 
 def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]:
     """One skipped check per layer that does not run, with the reason."""
-    return [_check(layer, layer, 'skip', 'skipped: ' + ('not in accelerator_validation_layers' if layer not in layers
-                                                         else str(skip[layer])))
+    return [_check(layer, layer, 'skip',
+                   'skipped: ' + ('not in accelerator_validation_layers' if layer not in layers else str(skip[layer])))
             for layer in LAYERS if layer not in layers or layer in skip]
 
 
@@ -295,8 +295,8 @@ def validation_failure(report: dict[str, t.Any], report_path: str = '') -> str:
     report = _dict(report)
     failed = '; '.join('%s: %s' % (check['name'], check['detail'])
                        for check in report.get('checks') or [] if check.get('status') == 'fail')
-    return 'accelerator validation failed on %s: %s. Report: %s' % (report.get('host'), failed,
-                                                                     report_path or 'not written')
+    return 'accelerator validation failed on %s: %s. Report: %s' % (
+        report.get('host'), failed, report_path or 'not written')
 
 
 class FilterModule(object):
