@@ -138,8 +138,12 @@ def existing_paths(paths, lexists=os.path.lexists):
 
 
 def remove_path(path):
-    """Remove a file, a link (not its target) or a directory tree."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
+    """Remove a file, a link (not its target) or a directory tree. A path that is gone by now is no error:
+    with a merged /usr, /lib/x and /usr/lib/x are one file, and removing the one removes the other."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -22,7 +22,8 @@ import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 __all__ = ['resolve', 'installed_kernels', 'kernel_image', 'has_headers', 'version_key', 'headers_package',
-           'parse_dkms_status', 'select_targets', 'matching', 'newest', 'headers_metapackages']
+           'parse_dkms_status', 'select_targets', 'matching', 'newest', 'headers_metapackages', 'kernel_packages',
+           'headers_to_install']
 
 # A symlink chain longer than this is a loop.
 _MAX_LINKS = 40
@@ -161,6 +162,42 @@ def headers_metapackages(distribution: str, packages: Iterable[str]) -> List[str
         if m and not m.group(1).endswith('-dbg'):
             found.add('linux-headers-%s' % m.group(1))
     return sorted(found)
+
+
+# The packages of the kernels, which a kernel hold covers so that no new kernel,
+# one the driver module was not built for, arrives with an upgrade.
+# - Debian and Ubuntu: the image, headers and modules of each kernel, and the
+#   flavour metapackages (linux-image-cloud-amd64, linux-aws's linux-image-aws)
+#   that pull a new kernel ABI in. linux-base, linux-libc-dev and the firmware
+#   are no kernel.
+# - RHEL and Amazon Linux 2023: kernel, kernel-core, kernel-modules*, kernel-devel,
+#   kernel-headers, and AL2023's kernel6.12* series packages. The EKS AMI locks the
+#   same set (awslabs/amazon-eks-ami,
+#   templates/al2023/provisioners/install-neuron-driver.sh: dnf versionlock 'kernel*').
+_KERNEL_PACKAGES_DEB = re.compile(r'^linux-(image|headers|modules|modules-extra)-.+$')
+_KERNEL_PACKAGES_RPM = re.compile(
+    r'^kernel([0-9]+\.[0-9]+)?(-core|-modules|-modules-core|-modules-extra|-devel|-headers)?$')
+
+
+def kernel_packages(distribution: str, packages: Iterable[str]) -> List[str]:
+    """The kernel packages among the installed packages, sorted, that a kernel hold
+    covers on distribution; [] for a distribution the collection does not know."""
+    name = (distribution or '').replace(' ', '').lower()
+    if name in _DEBIAN_LIKE:
+        pattern = _KERNEL_PACKAGES_DEB
+    elif name == 'amazon' or name in _RHEL_LIKE:
+        pattern = _KERNEL_PACKAGES_RPM
+    else:
+        return []
+    return sorted(set(p for p in packages if pattern.match(p)))
+
+
+def headers_to_install(headers_packages: List[str], metapackages: List[str], mode: str) -> List[str]:
+    """The headers a driver role installs: those of every target kernel and, when it
+    builds for every kernel that could boot (mode 'all'), the headers metapackage of
+    each kernel image metapackage, so that a kernel that arrives later brings its
+    headers, and DKMS's kernel hook builds the module for it."""
+    return list(headers_packages) + (list(metapackages) if mode == 'all' else [])
 
 
 # dkms status, one line per module, version, kernel and architecture:

@@ -129,6 +129,20 @@ def docker_absent(data, name):
     return new
 
 
+def daemon_options_merged(data: dict, options: dict, path: str = DOCKER_CONFIG) -> dict:
+    """A copy of daemon.json data with the top-level keys of options set, features merged one key deeper.
+
+    Keys already in data keep their place; new keys go at the end.
+    """
+    new = copy.deepcopy(data)
+    for key, value in options.items():
+        if key == 'features' and isinstance(value, dict):
+            _sub_object(new, 'features', path).update(copy.deepcopy(value))
+        else:
+            new[key] = copy.deepcopy(value)
+    return new
+
+
 def _json_indent(text):
     """The indent of the first indented line of text: a tab, or a number of spaces (2 by default)."""
     for line in (text or '').splitlines():

@@ -78,6 +78,13 @@ options:
         keep theirs.
     type: str
     default: ''
+  kernel_packages:
+    description:
+      - Also list the installed kernel packages that a kernel hold covers, in RV(kernel_packages), read from the
+        dpkg status file under O(root) on Debian and Ubuntu, from C(rpm -qa) on RHEL, its rebuilds and Amazon Linux.
+    type: bool
+    default: false
+    version_added: 0.3.0
   module:
     description:
       - The DKMS module name, a shell glob. C(nvidia*) matches Debian's C(nvidia-current) and the C(nvidia) of
@@ -106,9 +113,19 @@ EXAMPLES = r"""
     distribution: "{{ ansible_facts.distribution }}"
   register: kernels
 
-- name: Install the headers of each of them
+- name: Install the headers of each of them, and the headers metapackages that bring a new kernel's
   ansible.builtin.apt:
-    name: "{{ kernels.headers_packages }}"
+    name: "{{ kernels.headers_to_install }}"
+
+- name: List the kernel packages too, to hold them
+  accel.nodes.dkms_kernels:
+    distribution: "{{ ansible_facts.distribution }}"
+    kernel_packages: true
+  register: kernels
+
+- name: Hold them
+  accel.nodes.dpkg_holds:
+    names: "{{ kernels.kernel_packages }}"
 
 - name: Build the NVIDIA module of branch 580 for every kernel that could boot
   accel.nodes.dkms_kernels:
@@ -201,6 +218,27 @@ headers_metapackages:
   type: list
   elements: str
   sample: [linux-headers-cloud-amd64]
+headers_to_install:
+  description:
+    - The headers packages a driver role installs, RV(headers_packages), and with O(kernels=all)
+      RV(headers_metapackages) too.
+  returned: always
+  type: list
+  elements: str
+  sample: [linux-headers-6.1.0-28-cloud-amd64, linux-headers-cloud-amd64]
+  version_added: 0.3.0
+kernel_packages:
+  description:
+    - With O(kernel_packages), the installed packages of the kernels, sorted, that a kernel hold covers, so that no
+      kernel the module was not built for arrives with an upgrade. On Debian and Ubuntu C(linux-image-*),
+      C(linux-headers-*), C(linux-modules-*) and C(linux-modules-extra-*), the flavour metapackages included; on
+      RHEL and Amazon Linux C(kernel), C(kernel-core), C(kernel-modules*), C(kernel-devel), C(kernel-headers) and
+      Amazon Linux's C(kernel6.12*) series packages. Empty without O(kernel_packages) or on another distribution.
+  returned: always
+  type: list
+  elements: str
+  sample: [linux-headers-6.1.0-28-cloud-amd64, linux-image-6.1.0-28-cloud-amd64, linux-image-cloud-amd64]
+  version_added: 0.3.0
 built:
   description: The kernels the module was built for by this task (in check mode, would be built for).
   returned: always
@@ -234,10 +272,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accel.nodes.plugins.module_utils import _kernels
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg, _kernels
 
 _ENV = {'LANG': 'C', 'LC_ALL': 'C'}
-_DPKG_STATUS = '/var/lib/dpkg/status'
+_RPM_DISTRIBUTIONS = ('amazon', 'redhat', 'rocky', 'almalinux', 'centos', 'oraclelinux', 'fedora')
 _OUTPUT_TAIL = 600
 
 
@@ -246,24 +284,21 @@ def _builds_here(root: str) -> bool:
     return os.path.abspath(root) == '/'
 
 
-def _installed_dpkg_packages(root: str) -> List[str]:
-    """Names of the packages the dpkg status file under root marks installed."""
-    try:
-        with open(_kernels.resolve(root, _DPKG_STATUS), 'r', encoding='utf-8', errors='replace') as f:
-            text = f.read()
-    except OSError:
-        return []
-    names = []
-    for stanza in text.split('\n\n'):
-        name = status = None
-        for line in stanza.splitlines():
-            if line.startswith('Package: '):
-                name = line[9:].strip()
-            elif line.startswith('Status: '):
-                status = line[8:].strip()
-        if name and status and status.endswith(' installed'):
-            names.append(name)
-    return names
+def _installed_packages(module: AnsibleModule, root: str, distribution: str, rpm: bool) -> List[str]:
+    """The names of the packages installed under root: from the dpkg status file, and
+    on an RPM distribution, when rpm is true, from `rpm -qa`."""
+    name = (distribution or '').replace(' ', '').lower()
+    if name in _RPM_DISTRIBUTIONS:
+        if not rpm:
+            return []
+        argv = [module.get_bin_path('rpm', required=True), '-qa', '--queryformat', '%{NAME}\\n']
+        if not _builds_here(root):
+            argv[1:1] = ['--root', root]
+        rc, out, err = module.run_command(argv, environ_update=_ENV)
+        if rc != 0:
+            module.fail_json(msg='rpm -qa failed (rc %d): %s' % (rc, _tail(err or out)), rc=rc)
+        return sorted(set(out.split()))
+    return _dpkg.installed(_dpkg.parse_status(_dpkg.read_status(_kernels.resolve(root, _dpkg.STATUS_FILE))))
 
 
 def _best(entries: List[Dict], kernel: str) -> Optional[Dict]:
@@ -329,6 +364,7 @@ def main() -> None:
             image=dict(type='bool', default=False),
             distribution=dict(type='str', default=''),
             headers_package=dict(type='str', default=''),
+            kernel_packages=dict(type='bool', default=False),
             module=dict(type='str'),
             module_version=dict(type='str', default='*'),
         ),
@@ -350,8 +386,8 @@ def main() -> None:
                              'build host runs %s, which is not the image\'s. Install a kernel package in the image '
                              'first, or set the role\'s *_kernel_version (kernel_version) to the kernel the image '
                              'will boot.' % (root, running), kernels=installed, target=None, targets=[],
-                         headers_packages=[], headers_metapackages=[], built=[], missing=[], module_versions=[],
-                         summary=[])
+                         headers_packages=[], headers_metapackages=[], headers_to_install=[], kernel_packages=[],
+                         built=[], missing=[], module_versions=[], summary=[])
 
     known = set(k['version'] for k in installed)
     kernels = installed + [{'version': v, 'image': None, 'headers': _kernels.has_headers(root, v)}
@@ -365,12 +401,17 @@ def main() -> None:
         k['module'] = None
     by_version = dict((k['version'], k) for k in kernels)
 
+    packages = _installed_packages(module, root, p['distribution'], p['kernel_packages'])
+    headers = [by_version[v]['headers_package'] for v in targets if by_version[v]['headers_package']]
+    metapackages = _kernels.headers_metapackages(p['distribution'], packages)
     result = dict(
         changed=False,
         target=target,
         targets=targets,
-        headers_packages=[by_version[v]['headers_package'] for v in targets if by_version[v]['headers_package']],
-        headers_metapackages=_kernels.headers_metapackages(p['distribution'], _installed_dpkg_packages(root)),
+        headers_packages=headers,
+        headers_metapackages=metapackages,
+        headers_to_install=_kernels.headers_to_install(headers, metapackages, p['kernels']),
+        kernel_packages=_kernels.kernel_packages(p['distribution'], packages) if p['kernel_packages'] else [],
         built=[],
         missing=[],
         module_versions=[],

@@ -29,9 +29,27 @@ options:
   names:
     description:
       - The packages. An architecture-qualified selection (C(libfoo1:amd64)) counts for the bare name.
+      - At least one of O(names) and O(patterns) is required.
     type: list
     elements: str
-    required: true
+    default: []
+  patterns:
+    description:
+      - Also the installed packages whose names one of these Python regular expressions matches, from the start of
+        the name (as Jinja's C(match) test), and none of O(exclude) does. Installed means with files on disk in dpkg's
+        status file (C(/var/lib/dpkg/status)); no package list has to be gathered first.
+      - A pattern that matches no installed package is no error.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
+  exclude:
+    description:
+      - Regular expressions of installed packages that O(patterns) leaves out.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   selection:
     description:
       - V(hold) keeps apt from upgrading or removing the packages; V(install) releases a hold.
@@ -52,6 +70,12 @@ EXAMPLES = r"""
   accel.nodes.dpkg_holds:
     names: [nvidia-container-toolkit, nvidia-container-toolkit-base]
     selection: hold
+
+- name: Hold every installed driver package, whatever its branch, but not the toolkit's
+  accel.nodes.dpkg_holds:
+    patterns: ['^nvidia-.*$', '^libnvidia-.*$']
+    exclude: ['^nvidia-container-.*$', '^libnvidia-container.*$']
+    selection: hold
 """
 
 RETURN = r"""
@@ -61,6 +85,13 @@ changed_names:
   type: list
   elements: str
   sample: [nvidia-container-toolkit]
+names:
+  description: The packages the task covers, O(names) and then the installed packages O(patterns) matched, sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia-container-toolkit, nvidia-container-toolkit-base]
+  version_added: 0.3.0
 unknown:
   description: The packages dpkg does not know.
   returned: always
@@ -69,9 +100,12 @@ unknown:
   sample: []
 """
 
+import re
 from typing import Dict, List, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 
 _ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
@@ -103,19 +137,29 @@ def plan(names: List[str], selection: str, current: Dict[str, str]) -> Tuple[Lis
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
-            names=dict(type='list', elements='str', required=True),
+            names=dict(type='list', elements='str', default=[]),
+            patterns=dict(type='list', elements='str', default=[]),
+            exclude=dict(type='list', elements='str', default=[]),
             selection=dict(type='str', choices=['hold', 'install'], default='hold'),
         ),
+        required_one_of=[('names', 'patterns')],
         supports_check_mode=True,
     )
-    names, selection = module.params['names'], module.params['selection']
+    names, selection = list(module.params['names']), module.params['selection']
+    if module.params['patterns']:
+        try:
+            matched = _dpkg.matching(_dpkg.installed(_dpkg.parse_status(_dpkg.read_status(_dpkg.STATUS_FILE))),
+                                     module.params['patterns'], module.params['exclude'])
+        except re.error as e:
+            module.fail_json(msg='patterns and exclude must be Python regular expressions: %s' % e)
+        names += [n for n in matched if n not in names]
     dpkg = module.get_bin_path('dpkg', required=True)
     rc, out, err = module.run_command([dpkg, '--get-selections'], environ_update=_ENV)
     if rc != 0:
         module.fail_json(msg='dpkg --get-selections failed (rc %d): %s' % (rc, err.strip()), rc=rc)
     current = parse_selections(out)
     change, unknown = plan(names, selection, current)
-    result = dict(changed=bool(change), changed_names=change, unknown=unknown)
+    result = dict(changed=bool(change), changed_names=change, names=names, unknown=unknown)
     if unknown and selection == 'hold':
         module.fail_json(msg='dpkg does not know %s, so it cannot hold it: install it first' % ', '.join(unknown),
                          **result)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pack what the real-GPU tier brings besides the node root (tests/hardware/README.md):
 # ansible-core (unpacked from its wheel, pure Python), the community collections this
-# collection uses (from the pinned `ansible` package in .venv), the NVIDIA Container
+# collection uses and ansible.posix for its profile_tasks callback, which times each
+# task of the runs (from the pinned `ansible` package in .venv), the NVIDIA Container
 # Toolkit debs built from source (tests/rig/toolkit-debs.sh), and two small
 # validation images, with and without an ld cache.
 #   tests/hardware/payload.sh NODE_ROOT_PARTS_DIR OUTDIR
@@ -22,6 +23,8 @@ mkdir -p "$work/payload/python"
 mkdir -p "$work/payload/collections/ansible_collections/community"
 cp -a "$site/ansible_collections/community/docker" "$site/ansible_collections/community/general" \
   "$work/payload/collections/ansible_collections/community/"
+mkdir -p "$work/payload/collections/ansible_collections/ansible"
+cp -a "$site/ansible_collections/ansible/posix" "$work/payload/collections/ansible_collections/ansible/"
 
 # The toolkit, built from the vendor's source with the vendor's packaging.
 debs=${ACCEL_TOOLKIT_DEBS:-$("$top/tests/rig/toolkit-debs.sh")}

@@ -164,6 +164,8 @@ play() { # name playbook args...
     PYTHONPATH=/opt/accel-nodes/python ANSIBLE_COLLECTIONS_PATH=/opt/accel-nodes/collections \
     ANSIBLE_HOME=/root/.ansible ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ANSIBLE_STDOUT_CALLBACK=default \
     ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_PIPELINING=1 ANSIBLE_DIFF_ALWAYS=1 \
+    ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=all \
+    PROFILE_TASKS_SORT_ORDER=none \
     python3 -m ansible.cli.playbook -i /opt/accel-nodes/inventory.yml -e @/opt/accel-nodes/vars.yml \
     "$book" "$@" >"$logs/$name.log" 2>&1
   rc=$?

@@ -47,31 +47,24 @@ def bake_facts(run_module, monkeypatch):
 
 
 def nvidia_decision(accelerators, instance_type):
-    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
-    variables = {}
-    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
-    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
-    variables.update(task['vars'])
+    """What the nvidia_driver role decides in a bake: forced, without managing services, through a chroot."""
+    variables = dict(load('nvidia_driver', 'defaults', 'main.yml'), **load('nvidia_driver', 'vars', 'main.yml'))
     variables.update({'nvidia_driver_force': True, 'nvidia_driver_manage_service': False,
-                      'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot'})
-    variables['ansible_facts'] = {'kernel': '6.1.0-build-host', 'accelerators': accelerators}
+                      'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot',
+                      'ansible_facts': {'accelerators': accelerators}})
+    task = next(t for t in load('nvidia_driver', 'tasks', 'decide.yml') if t['name'] == 'Work out which driver this host needs')
     return Templar(loader=DataLoader(), variables=variables).template(
         task['ansible.builtin.set_fact']['nvidia_driver_decision'])
 
 
 def neuron_pin(accelerators, instance_type):
-    tasks = load('neuron_driver', 'tasks', 'driver-version.yml')
-    inf1 = next(t for t in tasks if t['name'].startswith('Tell Inf1'))
-    pick = next(t for t in tasks if t['name'] == 'Pick the driver version')
+    """The pin as the role decides it: vars/main.yml hands its settings to accel.nodes.neuron_driver_plan."""
     variables = {}
     variables.update(load('neuron_driver', 'defaults', 'main.yml'))
     variables.update(load('neuron_driver', 'vars', 'main.yml'))
-    variables.update(inf1['vars'])
+    variables.update(load('neuron_driver', 'vars', 'Debian.yml'))
     variables.update({'neuron_driver_instance_type': instance_type, 'ansible_facts': {'accelerators': accelerators}})
-    decided = Templar(loader=DataLoader(), variables=variables).template(inf1['ansible.builtin.set_fact'])
-    variables.update(decided)
-    return Templar(loader=DataLoader(), variables=variables).template(
-        pick['ansible.builtin.set_fact']['neuron_driver_dkms_pin'])
+    return Templar(loader=DataLoader(), variables=variables).template(variables['__neuron_driver_plan'])['dkms_pin']
 
 
 def test_a_g5_bake_on_a_host_with_eight_v100s_gets_the_open_modules(bake_facts):

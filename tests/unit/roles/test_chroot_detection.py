@@ -19,12 +19,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 from role_files import load, trust_as_template  # noqa: E402  pylint: disable=wrong-import-position
 
 
-def _task_var(role, tasks_file, task_name, key):
-    tasks = load(role, 'tasks', tasks_file)
-    task = next(t for t in tasks if t['name'] == task_name)
-    return task, task['ansible.builtin.set_fact'][key]
-
-
 def _vars_var(role, key):
     return None, load(role, 'vars', 'main.yml')[key]
 
@@ -35,12 +29,12 @@ SWITCHES = [
     ('nvidia_container_toolkit', 'nvidia_container_toolkit_manage_service',
      lambda: _vars_var('nvidia_container_toolkit', '__nvidia_container_toolkit_live'), 'live'),
     ('nvidia_driver', 'nvidia_driver_manage_service',
-     lambda: (None, load('nvidia_driver', 'tasks', 'decide.yml')[0]['vars']['__bake']), 'bake'),
+     lambda: _vars_var('nvidia_driver', '__nvidia_driver_bake'), 'bake'),
     ('neuron_driver', 'neuron_driver_manage_service',
-     lambda: _task_var('neuron_driver', 'variables.yml', 'Resolve the repository, kernel and mode', 'neuron_driver_bake'),
+     lambda: _vars_var('neuron_driver', '__neuron_driver_bake'),
      'bake'),
     ('neuron_container_runtime', 'neuron_container_runtime_manage_service',
-     lambda: _task_var('neuron_container_runtime', 'variables.yml', 'Resolve bake mode', 'neuron_container_runtime_bake'),
+     lambda: _vars_var('neuron_container_runtime', '__neuron_container_runtime_bake'),
      'bake'),
 ]
 
@@ -57,9 +51,9 @@ CASES = [
 
 
 def _render(expression, variables):
-    # The driver roles name their chroot test once, in vars/main.yml, and use it by name.
+    # The driver and Neuron roles name their chroot test once, in vars/main.yml, and use it by name.
     variables = dict(variables)
-    for role in ('nvidia_driver', 'neuron_driver'):
+    for role in ('nvidia_driver', 'neuron_driver', 'neuron_container_runtime'):
         name = '__%s_chroot' % role
         variables[name] = trust_as_template(load(role, 'vars', 'main.yml')[name])
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))

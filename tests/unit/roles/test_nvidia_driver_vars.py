@@ -6,8 +6,8 @@
 The role loads vars/<os_family>.yml, then the first of vars/<Distribution>-<major>.yml
 and vars/<os_family>-<major>.yml (tasks/main.yml). This test does the same, adds
 defaults/main.yml and vars/main.yml, and templates the results with Ansible's own
-Templar: no playbook runs. It also renders the decision of tasks/decide.yml for
-simulated hardware.
+Templar: no playbook runs. The decision itself is Python, tested in
+tests/unit/plugins/filter/test_nvidia_driver.py.
 """
 
 from __future__ import annotations
@@ -55,9 +55,10 @@ def render(facts, decision=None, kernel=KERNEL, **overrides):
     variables['ansible_facts'] = dict(facts, kernel=kernel)
     variables['ansible_check_mode'] = False
     # What accel.nodes.dkms_kernels answers for a node with this one kernel.
+    headers = [_kernels.headers_package(facts['distribution'], kernel)]
     variables.setdefault('nvidia_driver_kernels_report', {
         'target': kernel, 'targets': [kernel], 'headers_metapackages': [], 'module_versions': [],
-        'headers_packages': [_kernels.headers_package(facts['distribution'], kernel)]})
+        'headers_packages': headers, 'headers_to_install': headers})
     variables['nvidia_driver_decision'] = dict({
         'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': kernel,
     }, **(decision or {}))
@@ -208,28 +209,12 @@ def test_rhel_headers_stay_kernel_devel():
 def test_every_kernel_headers_and_the_metapackage_are_required():
     report = {'target': KERNEL, 'targets': [KERNEL, '6.8.0-1025-aws'], 'module_versions': [],
               'headers_packages': ['linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws'],
-              'headers_metapackages': ['linux-headers-aws']}
+              'headers_metapackages': ['linux-headers-aws'],
+              'headers_to_install': _kernels.headers_to_install(
+                  ['linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws'], ['linux-headers-aws'], 'all')}
     t = render(host('Ubuntu', '24.04', 'Debian'), nvidia_driver_kernels_report=report)
     assert value(t, '__nvidia_driver_required_packages')[:4] == [
         'linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws', 'linux-headers-aws', 'dkms']
-    t = render(host('Ubuntu', '24.04', 'Debian'), nvidia_driver_kernels_report=report, nvidia_driver_kernels='target')
-    assert value(t, '__nvidia_driver_headers_packages') == report['headers_packages']
-
-
-@pytest.mark.parametrize('facts, pattern, held, free', [
-    (host('Debian', '12.8', 'Debian'), None,
-     ['linux-image-6.1.0-28-cloud-amd64', 'linux-image-cloud-amd64', 'linux-headers-6.1.0-28-cloud-amd64',
-      'linux-modules-6.8.0-1024-aws', 'linux-image-aws'],
-     ['linux-base', 'linux-libc-dev', 'firmware-linux-free', 'nvidia-kernel-dkms']),
-    (host('Amazon', '2023', 'RedHat'), None,
-     ['kernel', 'kernel-devel', 'kernel6.12', 'kernel6.12-devel', 'kernel-modules-extra', 'kernel-headers'],
-     ['kernel-livepatch-repo-s3', 'kernel-srpm-macros', 'kmod-nvidia-latest-dkms', 'kernel-tools']),
-])
-def test_kernel_packages_that_hold_kernel_holds(facts, pattern, held, free):
-    t = render(facts)
-    regex = value(t, '__nvidia_driver_kernel_packages')
-    assert [p for p in held if not re.match(regex, p)] == []
-    assert [p for p in free if re.match(regex, p)] == []
 
 
 @pytest.mark.parametrize('facts', [
@@ -258,135 +243,12 @@ def test_owned_packages_on_apt(name, matches):
     assert bool(owned and not foreign) == matches
 
 
-# The decision of tasks/decide.yml, rendered for simulated hardware.
-
-def _gpu(name, cc):
-    return {'name': name, 'compute_capability': cc, 'pci_bus_id': '0000:00:1e.0'}
-
-
-def _facts(gpus=(), driver=None, flavor=None, expected=None, instance_type=None, vendors=None, problems=(), nvswitch=None):
-    return {
-        'schema_version': 1,
-        'vendors': vendors if vendors is not None else (['nvidia'] if gpus else []),
-        'nvidia': {'driver_version': driver, 'kernel_module_flavor': flavor, 'gpus': list(gpus), 'nvswitch': nvswitch},
-        'ec2': {'instance_type': instance_type, 'expected': expected},
-        'problems': list(problems),
-    }
-
-
-def decide(accelerators, **overrides):
-    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
-    variables = {}
-    variables.update(load('nvidia_driver', 'defaults', 'main.yml'))
-    variables.update(load('nvidia_driver', 'vars', 'main.yml'))
-    variables.update(task['vars'])
-    variables.update(trusted(overrides))
-    variables['ansible_facts'] = {'kernel': KERNEL, 'accelerators': accelerators}
-    templar = Templar(loader=DataLoader(), variables=variables)
-    return templar.template(task['ansible.builtin.set_fact']['nvidia_driver_decision'])
-
-
-V100 = _gpu('Tesla V100-SXM2-16GB', '7.0')
-T4 = _gpu('Tesla T4', '7.5')
-H100 = _gpu('NVIDIA H100 80GB HBM3', '9.0')
-B200 = _gpu('NVIDIA B200', '10.0')
-P3_EXPECTED = {'vendor': 'nvidia', 'model': 'V100', 'count': 4, 'memory_mib_each': 16384}
-
-
-@pytest.mark.parametrize('gpus, volta, module', [
-    ([V100], True, 'proprietary'),
-    ([_gpu('Tesla V100-SXM2-16GB', None)], True, 'proprietary'),  # name alone, capability unknown
-    ([_gpu('Graphics Device', '7.0')], True, 'proprietary'),  # capability alone
-    ([T4], False, 'open'),
-    ([H100, H100], False, 'open'),
-    ([V100, T4], True, 'proprietary'),  # mixed: the older GPU decides
-    ([_gpu('Tesla P100-PCIE-16GB', '6.0')], False, 'proprietary'),
-])
-def test_volta_and_kernel_module(gpus, volta, module):
-    d = decide(_facts(gpus))
-    assert d['present'] and d['volta'] == volta and d['kernel_module'] == module
-    assert int(d['expected_gpus']) == len(gpus)
-
-
-def test_baking_for_a_volta_instance_type():
-    d = decide(_facts(expected=P3_EXPECTED, instance_type='p3.8xlarge'), nvidia_driver_manage_service=False)
-    assert d['present'] and d['volta'] and d['bake'] and d['kernel_module'] == 'proprietary'
-    assert int(d['expected_gpus']) == 4 and d['instance_type'] == 'p3.8xlarge'
-    assert 'p3.8xlarge' in d['reason']
-
-
-def test_no_gpu_and_no_force():
-    d = decide(_facts())
-    assert not d['present'] and 'no NVIDIA GPU' in d['reason']
-    d = decide(_facts(), nvidia_driver_force=True)
-    assert d['present'] and d['kernel_module'] == 'open' and d['reason'] == 'nvidia_driver_force is true'
-    # Neuron hardware is not NVIDIA hardware.
-    assert not decide(_facts(vendors=['neuron'], instance_type='inf1.xlarge'))['present']
-
-
-@pytest.mark.parametrize('driver, overrides, satisfied', [
-    ('580.95.05', {}, True),
-    ('580.159.04', {}, True),
-    ('570.172.08', {}, False),
-    (None, {}, False),
-    ('580.95.05', {'nvidia_driver_version': '580.95.05'}, True),
-    ('580.159.04', {'nvidia_driver_version': '580.95.05'}, False),
-    ('580.95.05', {'nvidia_driver_kernel_module': 'open'}, False),  # proprietary loaded, open asked for
-    ('580.95.05', {'nvidia_driver_manage_service': False}, False),  # a builder's driver says nothing of the image
-])
-def test_satisfied(driver, overrides, satisfied):
-    d = decide(_facts([H100], driver=driver, flavor='proprietary'), **overrides)
-    assert d['satisfied'] == satisfied
-
-
-def test_branch_from_version_and_blackwell():
-    d = decide(_facts([B200]), nvidia_driver_version='590.44.01')
-    assert d['branch'] == '590' and d['blackwell'] and d['kernel_module'] == 'open'
-
-
-def test_nouveau_from_problems():
-    d = decide(_facts([T4], problems=['nouveau is bound to NVIDIA GPU(s) 0000:00:1e.0: blacklist nouveau and reboot']))
-    assert d['nouveau_bound']
-    assert not decide(_facts([T4]))['nouveau_bound']
-
-
 def test_injected_plain_variable():
     """set_fact without cacheable leaves ansible_facts alone: the plain variable counts too."""
-    task = load('nvidia_driver', 'tasks', 'decide.yml')[0]
-    variables = dict(load('nvidia_driver', 'defaults', 'main.yml'), **load('nvidia_driver', 'vars', 'main.yml'))
-    variables.update(task['vars'])
-    variables['ansible_facts'] = {'kernel': KERNEL}
-    variables['accelerators'] = _facts([V100])
-    d = Templar(loader=DataLoader(), variables=variables).template(
-        task['ansible.builtin.set_fact']['nvidia_driver_decision'])
-    assert d['present'] and d['volta']
-
-
-# Fabric Manager on NVSwitch systems.
-
-P5_SWITCHES = {'present': True, 'generation': 3, 'source': 'pci', 'devices': ['0000:07:00.0']}
-P6_BRIDGE = {'present': True, 'generation': 4, 'source': 'pci', 'devices': ['0000:03:00.0']}
-B200_EXPECTED = {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}
-
-
-@pytest.mark.parametrize('nvswitch, setting, fabric_manager, nvlsm', [
-    (P5_SWITCHES, 'auto', True, False),
-    (P6_BRIDGE, 'auto', True, True),
-    ({'present': False, 'generation': None, 'source': 'pci', 'devices': []}, 'auto', False, False),
-    (None, 'auto', False, False),            # facts from before nvidia.nvswitch existed
-    (None, 'always', True, False),
-    (P5_SWITCHES, 'never', False, False),
-])
-def test_fabric_manager_decision(nvswitch, setting, fabric_manager, nvlsm):
-    d = decide(_facts([H100] * 8, nvswitch=nvswitch), nvidia_driver_fabric_manager=setting)
-    assert d['fabric_manager'] == fabric_manager and d['nvlsm'] == nvlsm
-
-
-def test_baking_for_a_p6_b200_is_blackwell_and_gets_nvlsm():
-    d = decide(_facts(expected=B200_EXPECTED, instance_type='p6-b200.48xlarge',
-                      nvswitch={'present': True, 'generation': 4, 'source': 'ec2', 'devices': []}),
-               nvidia_driver_manage_service=False)
-    assert d['blackwell'] and d['kernel_module'] == 'open' and d['fabric_manager'] and d['nvlsm']
+    t = render(host('Debian', '12.8', 'Debian'), accelerators={'vendors': ['nvidia']})
+    assert value(t, '__nvidia_driver_facts') == {'vendors': ['nvidia']}
+    t = render(host('Debian', '12.8', 'Debian'))
+    assert value(t, '__nvidia_driver_facts') in (None, '')  # '' on ansible-core 2.18
 
 
 @pytest.mark.parametrize('facts, manager', [(f, m) for f, _d, m, _h in SUPPORTED], ids=IDS)
@@ -408,7 +270,8 @@ def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
 def _built(*versions):
     """accel.nodes.dkms_kernels' answer once the module of these versions is installed for the targets."""
     return {'nvidia_driver_kernels_report': {'target': KERNEL, 'targets': [KERNEL], 'headers_packages': [],
-                                             'headers_metapackages': [], 'module_versions': list(versions)}}
+                                             'headers_metapackages': [], 'headers_to_install': [],
+                                             'module_versions': list(versions)}}
 
 
 @pytest.mark.parametrize('decision, overrides, version', [
@@ -422,3 +285,19 @@ def _built(*versions):
 def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
     t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)
     assert value(t, '__nvidia_driver_fabric_manager_driver_version') == version
+
+
+@pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
+def test_the_driver_packages_among_the_installed_ones(facts):
+    """apt: what accel.nodes.dpkg_holds matched; dnf: ansible_facts.packages."""
+    installed = ['cuda-drivers', 'nvidia-driver-pinning-580', 'nvidia-container-toolkit', 'libnvidia-container1',
+                 'kmod-nvidia-latest-dkms', 'dkms']
+    t = render(facts, nvidia_driver_holds={'names': installed})
+    variables = t.available_variables
+    variables['ansible_facts'] = dict(variables['ansible_facts'], packages={n: [{}] for n in installed})
+    t.available_variables = variables
+    owned = value(t, '__nvidia_driver_owned')
+    if facts['os_family'] == 'Debian':
+        assert owned == ['cuda-drivers', 'nvidia-driver-pinning-580']
+    else:
+        assert owned == ['cuda-drivers', 'kmod-nvidia-latest-dkms', 'nvidia-driver-pinning-580']

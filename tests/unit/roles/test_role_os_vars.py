@@ -259,14 +259,12 @@ def test_neuron_driver_headers(facts, kernel, headers):
 # versions aws-neuronx-runtime-lib and aws-neuronx-collectives with a build hash
 # (aws-neuronx-runtime-lib_2.31.24.0-0b044f4ce_amd64.deb). AWS's own Neuron containers
 # pin them as name=2.21.41.0*. dnf keeps the hash in the release, outside name-version.
-PACKAGES = [{'name': 'aws-neuronx-dkms', 'version': '2.24.*'}, {'name': 'aws-neuronx-tools', 'version': '2.29.18.0'},
-            {'name': 'aws-neuronx-runtime-lib', 'version': '2.31.24.0'}]
-
-
+# (The specs themselves: tests/unit/plugins/filter/test_neuron_filters.py.)
 @_cases('neuron_driver')
 def test_neuron_driver_pins_match_hashed_versions(facts):
-    t, _repo = _neuron_driver(facts, neuron_driver_packages=PACKAGES)
-    specs = value(t, '__neuron_driver_package_specs')
+    t, _repo = _neuron_driver(facts, neuron_driver_install_runtime_lib=True,
+                              ansible_facts=dict(facts, accelerators={'ec2': {'instance_type': 'inf1.xlarge'}}))
+    specs = value(t, '__neuron_driver_plan.package_specs')
     if facts['os_family'] == 'Debian':
         assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
         assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
@@ -288,13 +286,11 @@ def test_neuron_driver_leaves_the_inf1_hook_package_alone():
 def _hook(facts, instance_type='', pci_ids=(), **extra):
     accelerators = {'ec2': {'instance_type': instance_type},
                     'neuron': {'devices': [{'pci_device_id': p} for p in pci_ids]}}
-    t = render('neuron_container_runtime', dict(facts, accelerators=accelerators), **extra)
-    task = _load('neuron_container_runtime', 'tasks', 'hook-package.yml')[1]
-    local = Templar(loader=DataLoader(), variables=dict(t.available_variables, **task['vars']))
-    decided = local.template(task['ansible.builtin.set_fact'])
-    spec = Templar(loader=DataLoader(), variables=dict(t.available_variables, **decided)).template(
-        trust_as_template('{{ __neuron_container_runtime_hook_spec }}'))
-    return decided, spec
+    t = render('neuron_container_runtime', dict(facts, accelerators=accelerators),
+               neuron_container_runtime_probe={'packages': {}}, **extra)
+    hook = value(t, '__neuron_container_runtime_hook')
+    return {'neuron_container_runtime_hook_package': hook['package'],
+            'neuron_container_runtime_hook_version': hook['version']}, hook['spec']
 
 
 @_cases('neuron_container_runtime')

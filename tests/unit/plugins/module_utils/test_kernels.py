@@ -160,3 +160,28 @@ def test_select_targets(running, kernel_version, image, mode, target, targets):
 
 def test_an_image_without_a_kernel_has_no_target():
     assert _kernels.select_targets(KERNELS[:1], '6.18.44-fc-v782', '', True, 'all') == (None, [])
+
+
+@pytest.mark.parametrize('distribution, held, free', [
+    ('Debian',
+     ['linux-image-6.1.0-28-cloud-amd64', 'linux-image-cloud-amd64', 'linux-headers-6.1.0-28-cloud-amd64',
+      'linux-modules-6.8.0-1024-aws', 'linux-image-aws'],
+     ['linux-base', 'linux-libc-dev', 'firmware-linux-free', 'nvidia-kernel-dkms']),
+    ('Amazon',
+     ['kernel', 'kernel-devel', 'kernel6.12', 'kernel6.12-devel', 'kernel-modules-extra', 'kernel-headers'],
+     ['kernel-livepatch-repo-s3', 'kernel-srpm-macros', 'kmod-nvidia-latest-dkms', 'kernel-tools']),
+    ('Rocky', ['kernel-core', 'kernel-modules', 'kernel-modules-core'], ['kernel-tools-libs']),
+])
+def test_kernel_packages_that_a_kernel_hold_covers(distribution, held, free):
+    assert _kernels.kernel_packages(distribution, free + held) == sorted(held)
+
+
+def test_kernel_packages_of_an_unknown_distribution():
+    assert _kernels.kernel_packages('SLES', ['kernel-default']) == []
+
+
+def test_headers_to_install():
+    assert _kernels.headers_to_install(['linux-headers-6.1.0-28-amd64'], ['linux-headers-amd64'], 'all') == [
+        'linux-headers-6.1.0-28-amd64', 'linux-headers-amd64']
+    assert _kernels.headers_to_install(['linux-headers-6.1.0-28-amd64'], ['linux-headers-amd64'], 'target') == [
+        'linux-headers-6.1.0-28-amd64']

@@ -433,3 +433,15 @@ def test_effective_runtimes_follow_containerds_merge(version, major, expected):
 ])
 def test_containerd_major(output, major):
     assert rc.containerd_major(output) == major
+
+
+def test_daemon_options_merged_sets_keys_in_place_and_features_one_level_deep():
+    data = {'storage-driver': 'vfs', 'features': {'buildkit': True}, 'runtimes': {'x': {'path': 'x'}}}
+    merged = rc.daemon_options_merged(data, {'features': {'cdi': True}, 'storage-driver': 'overlay2', 'debug': True})
+    assert list(merged) == ['storage-driver', 'features', 'runtimes', 'debug']
+    assert merged['features'] == {'buildkit': True, 'cdi': True}
+    assert merged['storage-driver'] == 'overlay2'
+    assert data['features'] == {'buildkit': True}
+    assert rc.daemon_options_merged({'features': None}, {'features': {'cdi': True}}) == {'features': {'cdi': True}}
+    with pytest.raises(rc.ConfigError, match='"features" in /etc/docker/daemon.json is a JSON str'):
+        rc.daemon_options_merged({'features': 'on'}, {'features': {'cdi': True}})

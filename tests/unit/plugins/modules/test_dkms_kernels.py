@@ -212,3 +212,38 @@ def test_an_image_without_a_kernel_fails_and_says_what_to_do(run, tmp_path):
 def test_building_under_another_root_is_refused(run, tmp_path):
     result = run(FakeDkms(tmp_path), builds_here=False, module='nvidia*')
     assert result['failed'] and 'chroot connection' in result['msg']
+
+
+def test_kernel_packages_and_headers_to_install_on_debian(run, tmp_path):
+    make_kernel(tmp_path, RUNNING)
+    status = tmp_path / 'var' / 'lib' / 'dpkg'
+    status.mkdir(parents=True)
+    (status / 'status').write_text(
+        'Package: linux-image-cloud-amd64\nStatus: install ok installed\n\n'
+        'Package: linux-image-%s\nStatus: install ok installed\n\n'
+        'Package: linux-headers-%s\nStatus: install ok installed\n\n'
+        'Package: linux-image-6.1.0-27-cloud-amd64\nStatus: deinstall ok config-files\n\n'
+        'Package: linux-base\nStatus: install ok installed\n\n'
+        'Package: linux-libc-dev\nStatus: install ok installed\n' % (RUNNING, RUNNING))
+    result = run(root=str(tmp_path), distribution='Debian', kernel_packages=True)
+    assert result['kernel_packages'] == ['linux-headers-' + RUNNING, 'linux-image-' + RUNNING,
+                                         'linux-image-cloud-amd64']
+    assert result['headers_to_install'] == ['linux-headers-' + RUNNING, 'linux-headers-cloud-amd64']
+    assert run(root=str(tmp_path), distribution='Debian')['kernel_packages'] == []
+    target = run(root=str(tmp_path), distribution='Debian', kernels='target')
+    assert target['headers_to_install'] == ['linux-headers-' + RUNNING]
+
+
+def test_kernel_packages_on_amazon_linux_come_from_rpm(run_module, tmp_path):
+    make_kernel(tmp_path, RUNNING)
+    calls = []
+
+    def rpm(argv, environ_update=None, **kwargs):
+        calls.append(argv[1:])
+        return 0, 'kernel\nkernel6.12\nkernel6.12-devel\nkernel-tools\nkmod-nvidia-latest-dkms\nbash\n', ''
+    with mock.patch.object(basic.AnsibleModule, 'run_command', side_effect=rpm), \
+            mock.patch.object(basic.AnsibleModule, 'get_bin_path', return_value='/usr/bin/rpm'):
+        result = run_module(dkms_kernels.main, dict(root='/', distribution='Amazon', kernel_packages=True,
+                                                    kernel_version=RUNNING))
+    assert result['kernel_packages'] == ['kernel', 'kernel6.12', 'kernel6.12-devel']
+    assert calls == [['-qa', '--queryformat', '%{NAME}\\n']]

@@ -103,3 +103,45 @@ def test_holding_a_package_dpkg_does_not_know_fails_with_the_fix(run):
     result = run(FakeDpkg(), names=['absent'], selection='hold')
     assert result['failed'] is True
     assert 'install it first' in result['msg']
+
+
+STATUS = ('Package: nvidia-driver\nStatus: install ok installed\n\n'
+          'Package: libnvidia-compute-580\nStatus: install ok installed\n\n'
+          'Package: libnvidia-container1\nStatus: hold ok installed\n\n'
+          'Package: nvidia-kernel-dkms\nStatus: deinstall ok config-files\n\n'
+          'Package: adduser\nStatus: install ok installed\n')
+
+
+@pytest.fixture
+def status_file(tmp_path, monkeypatch):
+    path = tmp_path / 'status'
+    path.write_text(STATUS)
+    monkeypatch.setattr(dpkg_holds._dpkg, 'STATUS_FILE', str(path))
+    return path
+
+
+def test_patterns_hold_the_installed_packages_they_match_but_not_the_excluded(run, status_file):
+    dpkg = FakeDpkg('nvidia-driver\tinstall\nlibnvidia-compute-580\tinstall\nlibnvidia-container1\thold\n'
+                    'nvidia-kernel-dkms\tdeinstall\nadduser\tinstall\n')
+    args = dict(patterns=['^nvidia-.*$', '^libnvidia-.*$'], exclude=['^libnvidia-container.*$'], selection='hold')
+    first = run(dpkg, **args)
+    # nvidia-kernel-dkms is removed (config files only): not installed, not held.
+    assert first['names'] == ['libnvidia-compute-580', 'nvidia-driver']
+    assert first['changed'] and first['changed_names'] == ['libnvidia-compute-580', 'nvidia-driver']
+    assert dpkg.selections['nvidia-kernel-dkms'] == 'deinstall'
+    assert run(dpkg, **args)['changed'] is False
+    released = run(dpkg, patterns=['^nvidia-.*$', '^libnvidia-.*$'], exclude=['^libnvidia-container.*$'],
+                   selection='install')
+    assert released['changed_names'] == ['libnvidia-compute-580', 'nvidia-driver']
+    assert dpkg.selections['libnvidia-container1'] == 'hold'
+
+
+def test_names_and_patterns_together(run, status_file):
+    dpkg = FakeDpkg()
+    result = run(dpkg, names=['nvidia-container-toolkit'], patterns=['^nothing-matches$'], selection='hold')
+    assert result['names'] == ['nvidia-container-toolkit'] and result['changed_names'] == ['nvidia-container-toolkit']
+
+
+def test_a_pattern_that_is_no_regular_expression_fails(run, status_file):
+    result = run(FakeDpkg(), patterns=['^nvidia-(.*$'])
+    assert result['failed'] and 'regular expressions' in result['msg']

@@ -57,3 +57,14 @@ def test_relative_paths_fail(run_module, tree):
     result = run_module(paths_absent.main, dict(paths=['etc/foo']))
     assert result['failed'] is True
     assert 'absolute' in result['msg']
+
+
+def test_two_names_of_one_file_are_both_removed_without_error(run_module, tmp_path):
+    # A merged /usr: /lib is a link to /usr/lib, so /lib/x and /usr/lib/x are one file.
+    (tmp_path / 'usr' / 'lib').mkdir(parents=True)
+    (tmp_path / 'lib').symlink_to('usr/lib')
+    (tmp_path / 'usr' / 'lib' / 'rule').write_text('x\n')
+    paths = [str(tmp_path / 'lib' / 'rule'), str(tmp_path / 'usr' / 'lib' / 'rule')]
+    result = run_module(paths_absent.main, dict(paths=paths))
+    assert 'failed' not in result and result['changed'] is True
+    assert not (tmp_path / 'usr' / 'lib' / 'rule').exists()

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+# Note that this module util is **PRIVATE** to the collection. It can have
+# breaking changes at any time. Do not use it from other collections or
+# standalone plugins/modules!
+
+"""The packages of dpkg's status file, as dpkg itself records them.
+
+/var/lib/dpkg/status holds one stanza per package, separated by blank lines;
+each has "Package: <name>" and "Status: <want> <flag> <status>", where want is
+the selection (install, hold, deinstall, purge) and status says how far the
+package is installed (deb-control(5), dpkg(1) "Package states"). Reading the
+file costs no dpkg run, and a file under a root reads an image being baked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional
+
+__all__ = ['STATUS_FILE', 'parse_status', 'read_status', 'installed', 'matching']
+
+STATUS_FILE = '/var/lib/dpkg/status'
+
+# Package states in which no file of the package is on disk any more.
+_GONE = ('not-installed', 'config-files')
+
+
+def parse_status(text: Optional[str]) -> Dict[str, Dict[str, str]]:
+    """{name: {'selection': want, 'status': status}} for each stanza of the status
+    text. A Multi-Arch package listed once per architecture counts once; an
+    installed architecture wins over one that is gone."""
+    packages = {}  # type: Dict[str, Dict[str, str]]
+    for stanza in re.split(r'\n\s*\n', text or ''):
+        name = status = None
+        for line in stanza.splitlines():
+            if line.startswith('Package:'):
+                name = line[8:].strip()
+            elif line.startswith('Status:'):
+                status = line[7:].split()
+        if not name or not status or len(status) != 3:
+            continue
+        entry = {'selection': status[0], 'status': status[2]}
+        if name not in packages or packages[name]['status'] in _GONE:
+            packages[name] = entry
+    return packages
+
+
+def read_status(path: str) -> Optional[str]:
+    """The text of the status file at path, or None where there is none (not a Debian system)."""
+    try:
+        with open(path, 'r', encoding='utf-8', errors='replace') as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def installed(packages: Dict[str, Dict[str, str]]) -> List[str]:
+    """The names of the packages with files on disk, sorted: installed, and those a
+    failed or interrupted run left half-way (dpkg holds, upgrades and removes them too)."""
+    return sorted(n for n, p in packages.items() if p['status'] not in _GONE)
+
+
+def matching(names: Iterable[str], patterns: Iterable[str], exclude: Iterable[str] = ()) -> List[str]:
+    """The names that one of the patterns matches and none of exclude does, sorted.
+    Patterns are Python regular expressions matched at the start of the name, as
+    Jinja's match test does."""
+    wanted = [re.compile(p) for p in patterns]
+    unwanted = [re.compile(p) for p in exclude]
+    return sorted(n for n in names
+                  if any(w.match(n) for w in wanted) and not any(u.match(n) for u in unwanted))

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""Readers behind accel.nodes.neuron_probe: the installed packages, a few paths and
+the executable chosen among candidates, each read without running a package manager.
+
+This file is private to the accel.nodes collection: its interface may change
+without notice, and code outside the collection must not import it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+DPKG_STATUS = '/var/lib/dpkg/status'
+TEXT_LIMIT = 65536  # larger files are described, not read
+
+
+def parse_dpkg_status(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str, Any]]:
+    """{name: {version, selection, status}} of the packages dpkg knows whose name matches a pattern.
+
+    A stanza of /var/lib/dpkg/status says "Status: <want> <flag> <status>"; the want is
+    the dpkg selection (install, hold, deinstall, purge), the status "installed" for an
+    installed package, "config-files" for one removed but not purged (dpkg(1), "Package
+    states"). Packages in status not-installed are left out.
+    """
+    regexes = [re.compile(p) for p in patterns]
+    found = {}  # type: Dict[str, Dict[str, Any]]
+    for stanza in text.split('\n\n'):
+        fields = {}  # type: Dict[str, str]
+        for line in stanza.splitlines():
+            if line[:1] in (' ', '\t') or ':' not in line:
+                continue
+            key, _sep, value = line.partition(':')
+            fields[key] = value.strip()
+        name = fields.get('Package')
+        status = fields.get('Status', '').split()
+        if not name or len(status) != 3 or status[2] == 'not-installed':
+            continue
+        if any(r.search(name) for r in regexes):
+            found[name] = {'version': fields.get('Version', ''), 'selection': status[0], 'status': status[2]}
+    return found
+
+
+def parse_rpm_query(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str, Any]]:
+    """The same shape from `rpm -qa --qf '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\n'`; rpm has no selections."""
+    regexes = [re.compile(p) for p in patterns]
+    found = {}  # type: Dict[str, Dict[str, Any]]
+    for line in text.splitlines():
+        fields = line.split('\t')
+        if len(fields) != 3 or not any(r.search(fields[0]) for r in regexes):
+            continue
+        found[fields[0]] = {'version': fields[1], 'release': fields[2], 'selection': None, 'status': 'installed'}
+    return found
+
+
+def describe(path: str, read_text: bool = True) -> Dict[str, Any]:
+    """What ansible.builtin.stat (follow=true) would say of path, in the fields the roles use,
+    with the SHA-256 of a regular file and the text of a small UTF-8 one."""
+    info = {'path': path, 'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None,
+            'executable': False, 'sha256': None, 'text': None}  # type: Dict[str, Any]
+    try:
+        st = os.stat(path)
+    except OSError:
+        return info
+    kind = ('file' if stat.S_ISREG(st.st_mode) else 'directory' if stat.S_ISDIR(st.st_mode)
+            else 'other')
+    info.update(exists=True, type=kind, mode='%04o' % stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid,
+                executable=kind == 'file' and os.access(path, os.X_OK))
+    if kind == 'file':
+        digest = hashlib.sha256()
+        head = b''
+        try:
+            with open(path, 'rb') as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b''):
+                    digest.update(chunk)
+                    if len(head) <= TEXT_LIMIT:
+                        head += chunk[:TEXT_LIMIT + 1 - len(head)]
+        except OSError:
+            return info
+        info['sha256'] = digest.hexdigest()
+        if read_text and len(head) <= TEXT_LIMIT:
+            try:
+                info['text'] = head.decode('utf-8')
+            except UnicodeDecodeError:
+                info['text'] = None
+    return info
+
+
+def first_executable(candidates: List[str],
+                     describe_path: Callable[[str], Dict[str, Any]] = lambda p: describe(p, False)) -> str:
+    """The first candidate that is an executable regular file (links followed), or ''.
+
+    oci-add-hooks refuses a --runtime-path that is not one, and does no PATH lookup,
+    so nothing else counts.
+    """
+    for path in candidates:
+        info = describe_path(path)
+        if info['type'] == 'file' and info['executable']:
+            return path
+    return ''
+
+
+def version_result(rc: int, out: Optional[str], err: Optional[str]) -> Dict[str, Any]:
+    return {'rc': rc, 'stdout': (out or '').strip(), 'stderr': (err or '').strip()}

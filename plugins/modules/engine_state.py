@@ -1,0 +1,276 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: engine_state
+short_description: Keep Docker and containerd enabled and running, and keep the configuration they run with as the last known good one
+version_added: 0.2.0
+description:
+  - For each engine in O(engines), containerd first, makes sure its systemd unit is enabled and, with O(live), started.
+    A unit that systemd does not know fails the module, with O(missing_hint) appended to the message.
+  - With O(live), keeps the configuration each engine runs with as its last known good one, which
+    M(accel.nodes.engine_restart) puts back when a changed configuration keeps the engine from starting.
+  - B(Docker.) When C(daemon.json) is what Docker was last seen running with, nothing more is read. Otherwise
+    Docker reads C(daemon.json) when it starts, so a file older than the running daemon is the one it runs with,
+    and it is kept. A file changed since is compared with C(docker info). A runtime registration (or
+    C(default-runtime)) that Docker does not run with yet is a change whose restart never happened, for example
+    in a run that failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
+    Other edits are left for the user to apply, since a restart stops running containers; RV(messages) says so.
+  - B(containerd.) The files under O(containerd_dir) are kept, as a tar and the digest of the files, when none is
+    newer than the running daemon and the digest changed.
+  - One C(systemctl show) answers for every unit; a converged node needs nothing more.
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads everything, enables, starts and writes nothing, and reports what it would change.
+  diff_mode:
+    support: none
+options:
+  engines:
+    description:
+      - The engines to look after.
+    type: list
+    elements: str
+    choices: [docker, containerd]
+    required: true
+  live:
+    description:
+      - Whether the engines run here. V(false), as when baking an image in a chroot, only enables the units
+        (C(systemctl is-enabled), C(systemctl enable), which work without a running systemd) and keeps nothing.
+    type: bool
+    default: true
+  missing_hint:
+    description:
+      - Text appended to the failure message when a unit is not installed, to say what to do.
+    type: str
+    default: ''
+  config_path:
+    description:
+      - The C(daemon.json) that dockerd reads.
+    type: path
+    default: /etc/docker/daemon.json
+  containerd_dir:
+    description:
+      - containerd's configuration tree, C(config.toml) and its drop-ins.
+    type: path
+    default: /etc/containerd
+  state_dir:
+    description:
+      - Where the last known good configurations are kept, mode C(0700).
+    type: path
+    default: /var/lib/accel-nodes/docker
+seealso:
+  - module: accel.nodes.engine_restart
+"""
+
+EXAMPLES = r"""
+- name: Enable and start Docker, and keep the daemon.json it runs with
+  accel.nodes.engine_state:
+    engines: [docker]
+  register: docker_engine_state
+
+- name: Restart Docker where daemon.json registers a runtime it does not run with yet
+  ansible.builtin.debug:
+    msg: "{{ docker_engine_state.messages }}"
+  changed_when: docker_engine_state.restart | length > 0
+  notify: accel_nodes_restart_docker
+  when: docker_engine_state.messages | length > 0
+"""
+
+RETURN = r"""
+enabled:
+  description: The units that were (or, in check mode, would be) enabled.
+  returned: always
+  type: list
+  elements: str
+  sample: [docker.service]
+started:
+  description: The units that were (or would be) started.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+last_good:
+  description: The engines whose last known good configuration was (or would be) updated.
+  returned: always
+  type: list
+  elements: str
+  sample: [docker]
+pending_runtimes:
+  description:
+    - The runtime registrations in C(daemon.json) that Docker does not run with, as C(name=path), and
+      C(default-runtime=name) where daemon.json names another default.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia=/usr/bin/nvidia-container-runtime]
+restart:
+  description: The engines to restart to apply what their configuration registers.
+  returned: always
+  type: list
+  elements: str
+  sample: [docker]
+messages:
+  description: What the user should know about the configurations the engines run with, one sentence group each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/etc/containerd changed after containerd started, so containerd does not run with it yet and it is not
+           kept as the last known good configuration. Restart containerd when it suits you."]
+"""
+
+import os
+from typing import Dict, List
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils import _engine
+from ansible_collections.accel.nodes.plugins.module_utils import _files
+from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
+from ansible_collections.accel.nodes.plugins.module_utils._engine import UNITS, Host
+
+
+def missing(host: Host, units: List[str], hint: str) -> None:
+    host.module.fail_json(msg=('%s is not installed on this node: systemd knows no such unit. %s'
+                               % (' and '.join(units), hint)).strip())
+
+
+def enable_offline(host: Host, engines: List[str], hint: str, result: Dict) -> None:
+    """Enable the units without asking a running systemd, as in a chroot."""
+    absent = []
+    for engine in engines:
+        rc_, out, err = host.systemctl('is-enabled', UNITS[engine])
+        state = out.strip()
+        if state in _engine.ENABLED_STATES:
+            continue
+        if state == 'not-found' or 'No such file' in err:
+            absent.append(UNITS[engine])
+            continue
+        result['enabled'].append(UNITS[engine])
+    if absent:
+        missing(host, absent, hint)
+    for unit in result['enabled']:
+        if not host.check_mode:
+            rc_, out, err = host.systemctl('enable', unit)
+            if rc_ != 0:
+                host.module.fail_json(msg='Unable to enable %s: %s' % (unit, (err or out).strip()))
+
+
+def enable_and_start(host: Host, engines: List[str], hint: str, result: Dict) -> Dict[str, Dict[str, str]]:
+    units = host.show(engines)
+    absent = [UNITS[e] for e in engines if units[e].get('LoadState') == 'not-found']
+    if absent:
+        missing(host, absent, hint)
+    for engine in engines:
+        unit, props = UNITS[engine], units[engine]
+        if props.get('UnitFileState') not in _engine.ENABLED_STATES:
+            result['enabled'].append(unit)
+            if not host.check_mode:
+                rc_, out, err = host.systemctl('enable', unit)
+                if rc_ != 0:
+                    host.module.fail_json(msg='Unable to enable %s: %s' % (unit, (err or out).strip()))
+        if props.get('ActiveState') not in ('active', 'activating'):
+            result['started'].append(unit)
+            if not host.check_mode:
+                rc_, out, err = host.systemctl('start', unit)
+                if rc_ != 0:
+                    host.module.fail_json(msg='Unable to start service %s: %s' % (unit, (err or out).strip()))
+    if result['started'] and not host.check_mode:
+        units = host.show(engines)  # the new main processes
+    return units
+
+
+def main_pid(props: Dict[str, str]) -> int:
+    try:
+        return int(props.get('MainPID') or 0)
+    except ValueError:
+        return 0
+
+
+def docker_last_good(host: Host, pid: int, result: Dict) -> None:
+    """Keep the daemon.json Docker runs with, or find the runtimes it does not run with yet."""
+    if host.docker_in_sync() or pid == 0:
+        return
+    info = host.docker_info()
+    if info is None:
+        return
+    path = host.daemon_json
+    started = host.started(pid)
+    if started is not None and (not os.path.exists(path) or os.stat(path).st_mtime < started):
+        if host.keep_docker():
+            result['last_good'].append('docker')
+        return
+    try:
+        config = rc.read_daemon_json(_files.read_text(path), path)
+    except (rc.ConfigError, ValueError, OSError) as exc:
+        result['messages'].append(
+            '%s changed after Docker started and could not be compared with what Docker runs (%s). Docker is not '
+            'restarted; it would not start with a file it cannot read either.' % (path, exc))
+        return
+    pending = _engine.pending_runtimes(config, info)
+    result['pending_runtimes'] = pending
+    if pending:
+        result['restart'].append('docker')
+        result['messages'].append(
+            '%s registers %s, which Docker does not run with: it changed after Docker started and no restart '
+            'followed. The checked restart handler applies it, and puts the last known good daemon.json back if '
+            'Docker does not start.' % (path, ', '.join(pending)))
+    else:
+        result['messages'].append(
+            '%s changed after Docker started. The change does not touch runtimes, so this role does not restart '
+            'Docker for it (a restart stops running containers). Restart Docker when it suits you. Until then it '
+            'is not kept as the last known good daemon.json.' % path)
+
+
+def containerd_last_good(host: Host, pid: int, result: Dict) -> None:
+    """Keep the files containerd runs with: those older than the running daemon."""
+    if pid == 0:
+        return
+    started = host.started(pid)
+    if started is not None and _engine.newest_mtime(host.containerd_dir) < started:
+        if host.keep_containerd():
+            result['last_good'].append('containerd')
+        return
+    result['messages'].append(
+        '%s changed after containerd started, so containerd does not run with it yet and it is not kept as the '
+        'last known good configuration. Restart containerd when it suits you.' % host.containerd_dir)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            engines=dict(type='list', elements='str', required=True, choices=['docker', 'containerd']),
+            live=dict(type='bool', default=True),
+            missing_hint=dict(type='str', default=''),
+            config_path=dict(type='path', default=rc.DOCKER_CONFIG),
+            containerd_dir=dict(type='path', default=_engine.CONTAINERD_DIR),
+            state_dir=dict(type='path', default=_engine.STATE_DIR),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    host = Host(module, p['config_path'], p['containerd_dir'], p['state_dir'])
+    engines = [e for e in _engine.ENGINE_ORDER if e in p['engines']]
+    result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], restart=[], messages=[])
+    if p['live']:
+        units = enable_and_start(host, engines, p['missing_hint'], result)
+        for engine in engines:
+            keep = containerd_last_good if engine == 'containerd' else docker_last_good
+            keep(host, main_pid(units[engine]), result)
+    else:
+        enable_offline(host, engines, p['missing_hint'], result)
+    result['changed'] = bool(result['enabled'] or result['started'] or result['last_good'])
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,191 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: neuron_probe
+short_description: Read in one run what the Neuron roles decide from
+version_added: 0.2.0
+description:
+  - Reads, without changing anything, what the roles M(accel.nodes.neuron_driver),
+    M(accel.nodes.oci_add_hooks) and M(accel.nodes.neuron_container_runtime) decide from, in one module run
+    instead of one per question - the distribution facts, the installed packages of interest, a few paths, the
+    first executable among candidates and what it answers to C(--version).
+  - Packages are read from the dpkg status file (C(/var/lib/dpkg/status)) where there is one, which gives
+    their selection (C(hold)) too, and otherwise from C(rpm -qa).
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+  - accel.nodes.attributes.facts
+  - accel.nodes.attributes.info_module
+attributes:
+  facts:
+    support: full
+options:
+  facts:
+    description:
+      - Return the distribution, platform and package manager facts (C(os_family), C(distribution),
+        C(distribution_major_version), C(distribution_release), C(kernel), C(architecture), C(pkg_mgr), ...) as
+        M(ansible.builtin.setup) with C(gather_subset=min) names them, in RV(ansible_facts).
+    type: bool
+    default: false
+  packages:
+    description:
+      - Regular expressions (Python, searched) for the names of the installed packages to report in RV(packages).
+    type: list
+    elements: str
+    default: []
+  paths:
+    description: Paths to describe in RV(paths). Links are followed.
+    type: list
+    elements: path
+    default: []
+  executables:
+    description:
+      - For each name, candidate paths in order; RV(executables) gives the first that is an executable regular
+        file (links followed), or an empty string.
+    type: dict
+    default: {}
+  versions:
+    description:
+      - Names of O(executables) to run with C(--version) (with C(LANG=C)), when one was found; their answers
+        are in RV(versions). This runs the program, which must only print its version.
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: ansible.builtin.setup
+  - module: ansible.builtin.package_facts
+  - module: ansible.builtin.stat
+"""
+
+EXAMPLES = r"""
+- name: Read the facts, the Neuron packages and the update-pciids shim
+  accel.nodes.neuron_probe:
+    facts: true
+    packages: ['^aws-neuron']
+    paths: [/usr/local/sbin/update-pciids]
+  register: probe
+
+- name: Find oci-add-hooks and runc, and ask oci-add-hooks its version
+  accel.nodes.neuron_probe:
+    executables:
+      oci_add_hooks: [/usr/local/bin/oci-add-hooks, /usr/bin/oci-add-hooks]
+      runc: [/usr/bin/runc, /usr/sbin/runc]
+    versions: [oci_add_hooks]
+  register: chain
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: With O(facts), the distribution and platform facts.
+  returned: when O(facts) is true
+  type: dict
+  sample: {os_family: Debian, distribution: Debian, distribution_major_version: '12',
+           distribution_release: bookworm, kernel: 6.1.0-28-cloud-amd64, architecture: x86_64}
+package_manager:
+  description: Where RV(packages) come from, V(dpkg), V(rpm), or V(none) when neither is there.
+  returned: always
+  type: str
+  sample: dpkg
+packages:
+  description:
+    - The installed packages whose name matches O(packages), by name. C(version) is the whole Debian version
+      on dpkg, the version without the release on rpm (C(release) holds it); C(selection) is the dpkg selection
+      (V(install), V(hold)), null on rpm.
+  returned: always
+  type: dict
+  sample: {aws-neuronx-dkms: {version: 2.24.13.0, selection: hold, status: installed}}
+paths:
+  description:
+    - Each path of O(paths), by path, with C(exists), C(type) (V(file), V(directory), V(other) or null),
+      C(mode) (4 octal digits), C(uid), C(gid), C(executable), C(sha256) of a regular file, and C(text), the
+      content of a UTF-8 file of at most 64 KiB (null otherwise).
+  returned: always
+  type: dict
+executables:
+  description: For each name of O(executables), the first candidate that is an executable regular file, or V("").
+  returned: always
+  type: dict
+  sample: {oci_add_hooks: /usr/local/bin/oci-add-hooks, runc: /usr/bin/runc}
+versions:
+  description: For each name of O(versions), C(rc), C(stdout) and C(stderr) of C(<path> --version); null when
+    no executable was found.
+  returned: always
+  type: dict
+  sample: {oci_add_hooks: {rc: 0, stdout: "commit: 2fdc948c9b098299b47636a49639dcad8f88ae52", stderr: ""}}
+"""
+
+import os
+from typing import Any, Dict
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.facts.system.distribution import DistributionFactCollector
+from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
+from ansible.module_utils.facts.system.platform import PlatformFactCollector
+
+from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
+
+_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+
+
+def read_packages(module: AnsibleModule, patterns: list) -> tuple:
+    if os.path.exists(_neuron_probe.DPKG_STATUS):
+        with open(_neuron_probe.DPKG_STATUS, 'r', encoding='utf-8', errors='replace') as handle:
+            return 'dpkg', _neuron_probe.parse_dpkg_status(handle.read(), patterns)
+    rpm = module.get_bin_path('rpm')
+    if not rpm:
+        return 'none', {}
+    rc, out, err = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\n'],
+                                      environ_update=_ENV)
+    if rc != 0:
+        module.fail_json(msg='rpm -qa failed (rc %d): %s' % (rc, err.strip()), rc=rc)
+    return 'rpm', _neuron_probe.parse_rpm_query(out, patterns)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            facts=dict(type='bool', default=False),
+            packages=dict(type='list', elements='str', default=[]),
+            paths=dict(type='list', elements='path', default=[]),
+            executables=dict(type='dict', default={}),
+            versions=dict(type='list', elements='str', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    unknown = [n for n in p['versions'] if n not in p['executables']]
+    if unknown:
+        module.fail_json(msg='versions names %s, which executables does not list' % ', '.join(unknown))
+    result = dict(changed=False, package_manager='none', packages={})  # type: Dict[str, Any]
+    if p['facts']:
+        facts = {}  # type: Dict[str, Any]
+        facts.update(PlatformFactCollector().collect(module=module))
+        facts.update(DistributionFactCollector().collect(module=module))
+        # The package action reads pkg_mgr, and gathers it in a run of its own where it is missing.
+        facts.update(PkgMgrFactCollector().collect(module=module, collected_facts=dict(
+            ('ansible_' + k, v) for k, v in facts.items())))
+        result['ansible_facts'] = facts
+    if p['packages']:
+        result['package_manager'], result['packages'] = read_packages(module, p['packages'])
+    result['paths'] = dict((path, _neuron_probe.describe(path)) for path in p['paths'])
+    result['executables'] = dict((name, _neuron_probe.first_executable([str(c) for c in (candidates or [])]))
+                                 for name, candidates in p['executables'].items())
+    result['versions'] = {}
+    for name in p['versions']:
+        path = result['executables'][name]
+        if not path:
+            result['versions'][name] = None
+            continue
+        rc, out, err = module.run_command([path, '--version'], environ_update=_ENV)
+        result['versions'][name] = _neuron_probe.version_result(rc, out, err)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

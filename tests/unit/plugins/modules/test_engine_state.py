@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils._engine import Host
+from ansible_collections.accel.nodes.plugins.modules import engine_restart, engine_state
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fake_engines import FakeNode  # noqa: E402  pylint: disable=wrong-import-position
+
+USER = {'storage-driver': 'vfs', 'log-driver': 'json-file'}
+NVIDIA = {'nvidia': {'path': '/usr/bin/nvidia-container-runtime'}}
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch, module_in_tmp):
+    fake = FakeNode(tmp_path)
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, argv, **kw: fake(argv, **kw))
+    monkeypatch.setattr(Host, 'clock', staticmethod(fake.clock))
+    monkeypatch.setattr(Host, 'sleep', staticmethod(fake.sleep))
+    monkeypatch.setattr(Host, 'started', staticmethod(fake.started))
+    mains = {'restart': module_in_tmp(engine_restart.main), 'state': module_in_tmp(engine_state.main)}
+
+    def run(which='state', **args):
+        args.setdefault('config_path', str(fake.daemon_json))
+        args.setdefault('containerd_dir', str(fake.containerd_dir))
+        args.setdefault('state_dir', str(fake.state_dir))
+        args.setdefault('engines', ['containerd', 'docker']) if which == 'state' else None
+        return mains[which](**args)
+    fake.run = run
+    return fake
+
+
+def test_a_fresh_install_is_enabled_started_and_its_configuration_kept(node):
+    node.units['docker.service'].enabled = 'disabled'
+    node.touch(node.daemon_json, json.dumps(USER))
+    first = node.run()
+    assert first['changed'] is True
+    assert first['enabled'] == ['docker.service']
+    assert first['started'] == ['containerd.service', 'docker.service']
+    assert first['last_good'] == ['containerd', 'docker']
+    assert first['messages'] == [] and first['restart'] == []
+    assert (node.state_dir / 'daemon.json.last-good').read_bytes() == node.daemon_json.read_bytes()
+    assert (node.state_dir / 'containerd.last-good.tar').exists()
+    node.calls.clear()
+    second = node.run()
+    assert second['changed'] is False
+    # Converged: one systemctl show, and containerd's files are only looked at.
+    assert node.verbs() == ['systemctl show']
+
+
+def test_a_file_changed_since_docker_started_is_not_kept_and_runtimes_it_lacks_ask_for_a_restart(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('containerd.service', 'docker.service')
+    node.run()
+    # A run registered nvidia, then failed before its handlers.
+    node.touch(node.daemon_json, json.dumps(dict(USER, runtimes=NVIDIA, **{'default-runtime': 'nvidia'})))
+    result = node.run()
+    assert result['changed'] is False
+    assert result['pending_runtimes'] == ['nvidia=/usr/bin/nvidia-container-runtime', 'default-runtime=nvidia']
+    assert result['restart'] == ['docker']
+    assert result['messages'] == [
+        '%s registers nvidia=/usr/bin/nvidia-container-runtime, default-runtime=nvidia, which Docker does not run '
+        'with: it changed after Docker started and no restart followed. The checked restart handler applies it, and '
+        'puts the last known good daemon.json back if Docker does not start.' % node.daemon_json]
+    assert json.loads((node.state_dir / 'daemon.json.last-good').read_text()) == USER
+    # The handler's restart applies it, and the file becomes the last good one.
+    assert not node.run('restart', engine='docker').get('failed')
+    again = node.run()
+    assert again['restart'] == [] and again['messages'] == []
+    assert json.loads((node.state_dir / 'daemon.json.last-good').read_text())['runtimes'] == NVIDIA
+
+
+def test_other_changes_since_docker_started_are_left_to_the_user(node):
+    node.touch(node.daemon_json, json.dumps(dict(USER, runtimes=NVIDIA)))
+    node.boot('containerd.service', 'docker.service')
+    node.touch(node.daemon_json, json.dumps(dict(USER, runtimes=NVIDIA, debug=True)))
+    result = node.run(engines=['docker'])
+    assert result['restart'] == [] and result['pending_runtimes'] == []
+    assert result['messages'] == [
+        '%s changed after Docker started. The change does not touch runtimes, so this role does not restart Docker '
+        'for it (a restart stops running containers). Restart Docker when it suits you. Until then it is not kept '
+        'as the last known good daemon.json.' % node.daemon_json]
+    assert not (node.state_dir / 'daemon.json.last-good').exists()
+
+
+def test_a_changed_file_docker_could_not_read_is_reported_not_restarted(node):
+    node.boot('docker.service')
+    node.touch(node.daemon_json, '{"runtimes": ')
+    result = node.run(engines=['docker'])
+    assert result['restart'] == []
+    assert result['messages'][0].startswith('%s changed after Docker started and could not be compared with what '
+                                            'Docker runs (%s is not valid JSON' % (node.daemon_json, node.daemon_json))
+    assert result['messages'][0].endswith('Docker is not restarted; it would not start with a file it cannot read either.')
+
+
+def test_docker_that_does_not_answer_keeps_nothing(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('docker.service')
+    node.docker_answers = False
+    result = node.run(engines=['docker'])
+    assert result['last_good'] == [] and result['messages'] == []
+    assert not node.state_dir.exists()
+
+
+def test_containerd_changed_since_it_started_is_said_and_not_kept(node):
+    node.boot('containerd.service')
+    node.run(engines=['containerd'])
+    kept = (node.state_dir / 'containerd.last-good.tar.sha256').read_text()
+    node.touch(node.containerd_dir / 'conf.d' / '99-accel-nodes.toml', 'version = 2\n')
+    result = node.run(engines=['containerd'])
+    assert result['last_good'] == []
+    assert result['messages'] == [
+        '%s changed after containerd started, so containerd does not run with it yet and it is not kept as the last '
+        'known good configuration. Restart containerd when it suits you.' % node.containerd_dir]
+    assert (node.state_dir / 'containerd.last-good.tar.sha256').read_text() == kept
+
+
+def test_check_mode_predicts_and_writes_nothing(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('containerd.service', 'docker.service')
+    node.units['docker.service'].enabled = 'disabled'
+    result = node.run(_ansible_check_mode=True)
+    assert result['changed'] is True
+    assert result['enabled'] == ['docker.service']
+    assert result['last_good'] == ['containerd', 'docker']
+    assert not node.state_dir.exists()
+    assert node.units['docker.service'].enabled == 'disabled'
+    assert 'systemctl enable' not in node.verbs()
+
+
+def test_a_missing_unit_fails_with_the_hint(node):
+    node.units['containerd.service'].installed = False
+    result = node.run(missing_hint='docker_install_source is none: install it first.')
+    assert result['failed'] is True
+    assert result['msg'] == ('containerd.service is not installed on this node: systemd knows no such unit. '
+                             'docker_install_source is none: install it first.')
+
+
+def test_offline_only_enables(node):
+    node.units['docker.service'].enabled = 'disabled'
+    node.touch(node.daemon_json, json.dumps(USER))
+    result = node.run(live=False)
+    assert result['enabled'] == ['docker.service'] and result['started'] == [] and result['last_good'] == []
+    assert node.verbs() == ['systemctl is-enabled', 'systemctl is-enabled', 'systemctl enable']
+    assert node.units['docker.service'].pid == 0 and not node.state_dir.exists()
+    node.units['containerd.service'].installed = False
+    assert node.run(live=False)['msg'].startswith('containerd.service is not installed on this node')
+
+
+def test_a_new_file_is_only_kept_once_older_than_the_daemon(node):
+    node.boot('docker.service')
+    node.touch(node.daemon_json, json.dumps(USER))
+    assert node.run(engines=['docker'])['last_good'] == []
+    os.utime(node.daemon_json, (node.now - 100, node.now - 100))
+    assert node.run(engines=['docker'])['last_good'] == ['docker']
+    assert not (node.state_dir / 'daemon.json.last-good-was-absent').exists()
