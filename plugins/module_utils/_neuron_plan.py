@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE)
 """The decisions of the Neuron roles (neuron_driver, neuron_container_runtime,
 oci_add_hooks), as plain functions of the facts, the role settings and what
-accel.nodes.neuron_probe read. The filters of plugins/filter/neuron.py call them.
+accel.nodes.node_probe read. The filters of plugins/filter/neuron.py call them.
 
 This file is private to the accel.nodes collection: its interface may change
 without notice, and code outside the collection must not import it.
@@ -99,7 +99,7 @@ def driver_plan(accelerators: Optional[Mapping], settings: Mapping[str, Any]) ->
 def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """What the package tasks of neuron_driver have left to do, given the installed packages.
 
-    installed is accel.nodes.neuron_probe's packages; None (an unknown package manager)
+    installed is accel.nodes.node_probe's packages; None (an unknown package manager)
     makes every task run, as the package manager then decides alone.
     On dpkg a task is skipped only when the package manager would change nothing: every
     package there at a version its pin matches, every hold in place.

@@ -17,7 +17,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter import neuron
-from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
 TOP = Path(__file__).parents[4]
@@ -158,10 +158,10 @@ def test_settings_without_a_key_fail_with_its_name():
 
 @pytest.fixture(scope='module')
 def converged():
-    """The packages accel.nodes.neuron_probe reads on the converged neuron node (Debian 12)."""
+    """The packages accel.nodes.node_probe reads on the converged neuron node (Debian 12)."""
     text = (NEURON / 'dpkg-status-inf1-converged').read_text()
     patterns = _role_yaml('neuron_driver', 'vars', 'main.yml')['__neuron_driver_probe_packages']
-    return _neuron_probe.parse_dpkg_status(text, patterns)
+    return _node_probe.parse_dpkg_status(text, patterns)
 
 
 def package_settings(**extra):
@@ -219,7 +219,7 @@ def test_a_new_pin_installs_and_a_missing_header_is_installed(converged, scenari
 def test_a_fresh_node_removes_the_legacy_package_and_installs_everything():
     """The dpkg status before the role: prepare.yml's legacy aws-neuron-tools, the other family's hook."""
     text = (NEURON / 'dpkg-status-inf1-prepared').read_text()
-    installed = _neuron_probe.parse_dpkg_status(text, ['^aws-neuron', '^linux-'])
+    installed = _node_probe.parse_dpkg_status(text, ['^aws-neuron', '^linux-'])
     plan = neuron.neuron_driver_plan({'ec2': {'instance_type': 'inf1.6xlarge'}}, driver_settings())
     actions = neuron.neuron_driver_packages(installed, plan, package_settings())
     assert actions['legacy'] == ['aws-neuron-tools']
@@ -302,14 +302,14 @@ def test_a_named_hook_package_wins_over_the_instance_family():
 
 def test_the_converged_inf1_node_has_its_hook_at_the_pin_and_held(converged, scenario_facts):
     text = (NEURON / 'dpkg-status-inf1-converged').read_text()
-    installed = _neuron_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
+    installed = _node_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
     hook = neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings())
     assert (hook['installed'], hook['at_pin'], hook['held'], hook['others']) == (True, True, True, [])
 
 
 def test_the_prepared_inf1_node_removes_the_other_familys_hook(scenario_facts):
     text = (NEURON / 'dpkg-status-inf1-prepared').read_text()
-    installed = _neuron_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
+    installed = _node_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
     hook = neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings())
     assert hook['package'] == 'aws-neuron-runtime-base'
     assert (hook['installed'], hook['at_pin'], hook['others']) == (False, False, ['aws-neuronx-oci-hook'])

@@ -6,14 +6,15 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: neuron_probe
-short_description: Read in one run what the Neuron roles decide from
+module: node_probe
+short_description: Read in one run what a role decides from: facts, packages, paths, executables
 version_added: 0.2.0
 description:
-  - Reads, without changing anything, what the roles M(accel.nodes.neuron_driver),
-    M(accel.nodes.oci_add_hooks) and M(accel.nodes.neuron_container_runtime) decide from, in one module run
-    instead of one per question - the distribution facts, the installed packages of interest, a few paths, the
-    first executable among candidates and what it answers to C(--version).
+  - Reads, without changing anything, what a role decides from, in one module run instead of one per
+    question - the distribution facts, the installed packages of interest, a few paths, the first executable
+    among candidates and what it answers to C(--version). The Neuron roles, M(accel.nodes.oci_add_hooks) and
+    the NVIDIA Container Toolkit role use it, so that a converged re-run asks the node once, and skips a
+    package manager run that would change nothing.
   - Packages are read from the dpkg status file (C(/var/lib/dpkg/status)) where there is one, which gives
     their selection (C(hold)) too, and otherwise from C(rpm -qa).
 author:
@@ -65,14 +66,14 @@ seealso:
 
 EXAMPLES = r"""
 - name: Read the facts, the Neuron packages and the update-pciids shim
-  accel.nodes.neuron_probe:
+  accel.nodes.node_probe:
     facts: true
     packages: ['^aws-neuron']
     paths: [/usr/local/sbin/update-pciids]
   register: probe
 
 - name: Find oci-add-hooks and runc, and ask oci-add-hooks its version
-  accel.nodes.neuron_probe:
+  accel.nodes.node_probe:
     executables:
       oci_add_hooks: [/usr/local/bin/oci-add-hooks, /usr/bin/oci-add-hooks]
       runc: [/usr/bin/runc, /usr/sbin/runc]
@@ -128,15 +129,15 @@ from ansible.module_utils.facts.system.distribution import DistributionFactColle
 from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
 from ansible.module_utils.facts.system.platform import PlatformFactCollector
 
-from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 
 _ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
 def read_packages(module: AnsibleModule, patterns: list) -> tuple:
-    if os.path.exists(_neuron_probe.DPKG_STATUS):
-        with open(_neuron_probe.DPKG_STATUS, 'r', encoding='utf-8', errors='replace') as handle:
-            return 'dpkg', _neuron_probe.parse_dpkg_status(handle.read(), patterns)
+    if os.path.exists(_node_probe.DPKG_STATUS):
+        with open(_node_probe.DPKG_STATUS, 'r', encoding='utf-8', errors='replace') as handle:
+            return 'dpkg', _node_probe.parse_dpkg_status(handle.read(), patterns)
     rpm = module.get_bin_path('rpm')
     if not rpm:
         return 'none', {}
@@ -144,7 +145,7 @@ def read_packages(module: AnsibleModule, patterns: list) -> tuple:
                                       environ_update=_ENV)
     if rc != 0:
         module.fail_json(msg='rpm -qa failed (rc %d): %s' % (rc, err.strip()), rc=rc)
-    return 'rpm', _neuron_probe.parse_rpm_query(out, patterns)
+    return 'rpm', _node_probe.parse_rpm_query(out, patterns)
 
 
 def main() -> None:
@@ -173,8 +174,8 @@ def main() -> None:
         result['ansible_facts'] = facts
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])
-    result['paths'] = dict((path, _neuron_probe.describe(path)) for path in p['paths'])
-    result['executables'] = dict((name, _neuron_probe.first_executable([str(c) for c in (candidates or [])]))
+    result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])
+    result['executables'] = dict((name, _node_probe.first_executable([str(c) for c in (candidates or [])]))
                                  for name, candidates in p['executables'].items())
     result['versions'] = {}
     for name in p['versions']:
@@ -183,7 +184,7 @@ def main() -> None:
             result['versions'][name] = None
             continue
         rc, out, err = module.run_command([path, '--version'], environ_update=_ENV)
-        result['versions'][name] = _neuron_probe.version_result(rc, out, err)
+        result['versions'][name] = _node_probe.version_result(rc, out, err)
     module.exit_json(**result)
 
 

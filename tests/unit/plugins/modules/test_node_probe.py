@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
-from ansible_collections.accel.nodes.plugins.modules import neuron_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
+from ansible_collections.accel.nodes.plugins.modules import node_probe
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures'
 DOUBLE = Path(__file__).parents[3] / 'doubles' / 'bin' / 'oci-add-hooks'
@@ -30,7 +30,7 @@ def tools(tmp_path):
 
 
 def test_finds_the_chain_and_asks_oci_add_hooks_its_version(run_module, tools):
-    result = run_module(neuron_probe.main, dict(
+    result = run_module(node_probe.main, dict(
         executables={'oci_add_hooks': [str(tools / 'missing'), str(tools / 'oci-add-hooks')],
                      'runc': [str(tools / 'runc')], 'hook': [str(tools / 'oci_neuron_hook')]},
         versions=['oci_add_hooks']))
@@ -42,7 +42,7 @@ def test_finds_the_chain_and_asks_oci_add_hooks_its_version(run_module, tools):
 
 
 def test_a_failing_version_and_a_missing_tool_are_reported_not_raised(run_module, tools):
-    result = run_module(neuron_probe.main, dict(
+    result = run_module(node_probe.main, dict(
         executables={'oci_add_hooks': [str(tools / 'broken-oci-add-hooks')], 'runc': []},
         versions=['oci_add_hooks', 'runc']))
     assert not result.get('failed')
@@ -51,28 +51,28 @@ def test_a_failing_version_and_a_missing_tool_are_reported_not_raised(run_module
 
 
 def test_versions_must_name_an_executable(run_module):
-    result = run_module(neuron_probe.main, dict(versions=['runc']))
+    result = run_module(node_probe.main, dict(versions=['runc']))
     assert result['failed'] and 'runc' in result['msg']
 
 
 def test_reads_packages_from_the_dpkg_status_file(run_module, monkeypatch):
-    monkeypatch.setattr(_neuron_probe, 'DPKG_STATUS', str(FIXTURES / 'neuron' / 'dpkg-status-inf1-converged'))
-    result = run_module(neuron_probe.main, dict(packages=['^aws-neuronx-']))
+    monkeypatch.setattr(_node_probe, 'DPKG_STATUS', str(FIXTURES / 'neuron' / 'dpkg-status-inf1-converged'))
+    result = run_module(node_probe.main, dict(packages=['^aws-neuronx-']))
     assert result['package_manager'] == 'dpkg'
     assert sorted(result['packages']) == ['aws-neuronx-dkms', 'aws-neuronx-tools']
     assert result['packages']['aws-neuronx-tools']['selection'] == 'hold'
 
 
 def test_without_dpkg_asks_rpm(run_module, monkeypatch, tmp_path):
-    monkeypatch.setattr(_neuron_probe, 'DPKG_STATUS', str(tmp_path / 'none'))
+    monkeypatch.setattr(_node_probe, 'DPKG_STATUS', str(tmp_path / 'none'))
     calls = []
 
     def run_command(self, argv, **kwargs):
         calls.append(argv)
         return 0, 'aws-neuronx-dkms\t2.27.4.0\t1\nbash\t5.2\t1\n', ''
-    monkeypatch.setattr(neuron_probe.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/bin/' + name)
-    monkeypatch.setattr(neuron_probe.AnsibleModule, 'run_command', run_command)
-    result = run_module(neuron_probe.main, dict(packages=['^aws-neuron']))
+    monkeypatch.setattr(node_probe.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/bin/' + name)
+    monkeypatch.setattr(node_probe.AnsibleModule, 'run_command', run_command)
+    result = run_module(node_probe.main, dict(packages=['^aws-neuron']))
     assert result['package_manager'] == 'rpm'
     assert calls[0][:2] == ['/usr/bin/rpm', '-qa']
     assert result['packages'] == {'aws-neuronx-dkms': {'version': '2.27.4.0', 'release': '1', 'selection': None,
@@ -80,15 +80,15 @@ def test_without_dpkg_asks_rpm(run_module, monkeypatch, tmp_path):
 
 
 def test_facts_name_the_distribution_as_setup_does(run_module):
-    result = run_module(neuron_probe.main, dict(facts=True))
+    result = run_module(node_probe.main, dict(facts=True))
     facts = result['ansible_facts']
     for key in ('os_family', 'distribution', 'distribution_major_version', 'distribution_release', 'kernel',
                 'architecture', 'pkg_mgr'):
         assert key in facts
-    assert 'ansible_facts' not in run_module(neuron_probe.main, dict())
+    assert 'ansible_facts' not in run_module(node_probe.main, dict())
 
 
 def test_paths_are_described(run_module):
-    result = run_module(neuron_probe.main, dict(paths=[str(DOUBLE)]))
+    result = run_module(node_probe.main, dict(paths=[str(DOUBLE)]))
     info = result['paths'][str(DOUBLE)]
     assert info['exists'] and info['type'] == 'file' and len(info['sha256']) == 64

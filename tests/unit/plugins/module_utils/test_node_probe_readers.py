@@ -8,14 +8,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from ansible_collections.accel.nodes.plugins.module_utils import _neuron_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures'
 
 
 def test_the_converged_inf1_node_holds_its_neuron_and_kernel_packages():
     text = (FIXTURES / 'neuron' / 'dpkg-status-inf1-converged').read_text()
-    found = _neuron_probe.parse_dpkg_status(text, ['^aws-neuron', '^linux-(image|headers)-'])
+    found = _node_probe.parse_dpkg_status(text, ['^aws-neuron', '^linux-(image|headers)-'])
     assert found['aws-neuronx-dkms'] == {'version': '2.24.13.0', 'selection': 'hold', 'status': 'installed'}
     assert found['aws-neuron-runtime-base']['version'] == '1.0.7173.0'
     assert sorted(n for n in found if n.startswith('linux-')) == [
@@ -28,7 +28,7 @@ def test_a_package_removed_without_purge_is_reported_as_config_files_and_a_purge
             'Package: aws-neuron-dkms\nStatus: purge ok not-installed\n\n'
             'Package: aws-neuronx-tools\nStatus: install ok installed\nVersion: 2.29.18.0\n'
             'Description: Neuron tools\n continued: line with a colon\n')
-    found = _neuron_probe.parse_dpkg_status(text, ['^aws-'])
+    found = _node_probe.parse_dpkg_status(text, ['^aws-'])
     assert found == {'aws-neuron-tools': {'version': '2.1.4.0', 'selection': 'deinstall', 'status': 'config-files'},
                      'aws-neuronx-tools': {'version': '2.29.18.0', 'selection': 'install', 'status': 'installed'}}
 
@@ -36,7 +36,7 @@ def test_a_package_removed_without_purge_is_reported_as_config_files_and_a_purge
 def test_rpm_query_keeps_version_and_release_apart():
     out = ('aws-neuronx-dkms\t2.27.4.0\t1\nkernel-core\t6.1.102\t108.177.amzn2023\nbash\t5.2.15\t1.amzn2023\n'
            'garbage line\n')
-    found = _neuron_probe.parse_rpm_query(out, ['^aws-neuron', '^kernel'])
+    found = _node_probe.parse_rpm_query(out, ['^aws-neuron', '^kernel'])
     assert found == {
         'aws-neuronx-dkms': {'version': '2.27.4.0', 'release': '1', 'selection': None, 'status': 'installed'},
         'kernel-core': {'version': '6.1.102', 'release': '108.177.amzn2023', 'selection': None, 'status': 'installed'}}
@@ -46,25 +46,25 @@ def test_describe_gives_kind_mode_owner_checksum_and_small_text(tmp_path):
     script = tmp_path / 'update-pciids'
     script.write_text('#!/bin/sh\nexit 0\n')
     script.chmod(0o755)
-    info = _neuron_probe.describe(str(script))
+    info = _node_probe.describe(str(script))
     assert info['exists'] and info['type'] == 'file' and info['mode'] == '0755' and info['executable']
     assert info['uid'] == os.getuid()
     assert info['sha256'] == hashlib.sha256(b'#!/bin/sh\nexit 0\n').hexdigest()
     assert info['text'] == '#!/bin/sh\nexit 0\n'
-    assert _neuron_probe.describe(str(tmp_path))['type'] == 'directory'
-    assert _neuron_probe.describe(str(tmp_path / 'missing')) == dict(
+    assert _node_probe.describe(str(tmp_path))['type'] == 'directory'
+    assert _node_probe.describe(str(tmp_path / 'missing')) == dict(
         path=str(tmp_path / 'missing'), exists=False, type=None, mode=None, uid=None, gid=None, executable=False,
         sha256=None, text=None)
 
 
 def test_a_large_or_binary_file_is_described_but_not_read(tmp_path):
     big = tmp_path / 'big'
-    big.write_bytes(b'x' * (_neuron_probe.TEXT_LIMIT + 1))
-    info = _neuron_probe.describe(str(big))
-    assert info['text'] is None and info['sha256'] == hashlib.sha256(b'x' * (_neuron_probe.TEXT_LIMIT + 1)).hexdigest()
+    big.write_bytes(b'x' * (_node_probe.TEXT_LIMIT + 1))
+    info = _node_probe.describe(str(big))
+    assert info['text'] is None and info['sha256'] == hashlib.sha256(b'x' * (_node_probe.TEXT_LIMIT + 1)).hexdigest()
     binary = tmp_path / 'bin'
     binary.write_bytes(b'\x7fELF\xff\xfe')
-    assert _neuron_probe.describe(str(binary))['text'] is None
+    assert _node_probe.describe(str(binary))['text'] is None
 
 
 def test_only_an_executable_regular_file_counts_links_followed(tmp_path):
@@ -79,5 +79,5 @@ def test_only_an_executable_regular_file_counts_links_followed(tmp_path):
     directory.mkdir()
     directory.chmod(0o755)
     candidates = [str(tmp_path / 'missing'), str(plain), str(directory), str(link), str(runc)]
-    assert _neuron_probe.first_executable(candidates) == str(link)
-    assert _neuron_probe.first_executable(candidates[:3]) == ''
+    assert _node_probe.first_executable(candidates) == str(link)
+    assert _node_probe.first_executable(candidates[:3]) == ''

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""Readers behind accel.nodes.neuron_probe: the installed packages, a few paths and
+"""Readers behind accel.nodes.node_probe: the installed packages, a few paths and
 the executable chosen among candidates, each read without running a package manager.
 
 This file is private to the accel.nodes collection: its interface may change
