@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accel.nodes.plugins.filter.packages import packages_to_change
+from ansible_collections.accel.nodes.plugins.module_utils._node_probe import parse_dpkg_status
+
+TOOLKIT = ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
+           'libnvidia-container1']
+STANZA = 'Package: %s\nStatus: %s\nVersion: %s\nArchitecture: amd64\n\n'
+
+
+def status(*entries):
+    """What node_probe returns for a dpkg status file of these (name, 'want flag status', version) stanzas."""
+    text = ''.join(STANZA % entry for entry in entries)
+    return parse_dpkg_status(text, ['.'])
+
+
+HELD = status(*[(name, 'hold ok installed', '1.17.8-1') for name in TOOLKIT],
+              ('nvidia-docker2', 'deinstall ok config-files', '2.13.0-1'))
+
+
+def test_a_converged_node_needs_no_run():
+    assert packages_to_change(HELD, TOOLKIT, version='1.17.8-1') == []
+    assert packages_to_change(HELD, TOOLKIT, version='1.17.8-1', selection='hold') == []
+    assert packages_to_change(HELD, ['nvidia-docker2', 'nvidia-container-runtime'], want='absent') == []
+
+
+def test_names_what_is_missing_at_another_version_or_not_held():
+    seen = status(('nvidia-container-toolkit', 'install ok installed', '1.17.8-1'),
+                  ('nvidia-container-toolkit-base', 'hold ok installed', '1.16.2-1'),
+                  ('libnvidia-container1', 'hold ok half-configured', '1.17.8-1'))
+    assert packages_to_change(seen, TOOLKIT, version='1.17.8-1') == [
+        'nvidia-container-toolkit-base', 'libnvidia-container-tools', 'libnvidia-container1']
+    assert packages_to_change(seen, TOOLKIT[:1], selection='hold') == ['nvidia-container-toolkit']
+    assert packages_to_change(seen, TOOLKIT[:1], selection='install') == []
+
+
+def test_an_installed_legacy_package_is_to_remove():
+    seen = status(('nvidia-docker2', 'install ok installed', '2.13.0-1'))
+    assert packages_to_change(seen, ['nvidia-docker2', 'nvidia-container-runtime'], want='absent') == ['nvidia-docker2']
+
+
+def test_refuses_bad_input():
+    with pytest.raises(AnsibleFilterError):
+        packages_to_change([], TOOLKIT)
+    with pytest.raises(AnsibleFilterError):
+        packages_to_change(HELD, TOOLKIT, want='latest')
