@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: node_probe
-short_description: Read in one run what a role decides from: facts, packages, paths, executables
+short_description: Read in one run what a role decides from (facts, packages, paths, executables)
 version_added: 0.2.0
 description:
   - Reads, without changing anything, what a role decides from, in one module run instead of one per
