@@ -17,6 +17,11 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils._engine import Host
+from ansible_collections.accel.nodes.plugins.modules import engine_restart, engine_state
+
 # `docker info --format '{{json .}}'` of docker.io 20.10.24 on that node, the
 # keys the modules read (the rest describe the host and are left out).
 DOCKER_INFO = {
@@ -189,3 +194,25 @@ class FakeNode:
     def verbs(self) -> List[str]:
         """The commands run, as 'tool verb' (systemctl show, docker info, ...)."""
         return [' '.join(c[:2]) for c in self.calls]
+
+
+def engine_node(tmp_path, monkeypatch, module_in_tmp):
+    """The `node` fixture of the engine_* module tests (modules/conftest.py): a FakeNode, with
+    run(which, **args) running engine_state (which='state', the default, with both engines unless
+    told otherwise) or engine_restart (which='restart') on it."""
+    fake = FakeNode(tmp_path)
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, argv, **kw: fake(argv, **kw))
+    monkeypatch.setattr(Host, 'clock', staticmethod(fake.clock))
+    monkeypatch.setattr(Host, 'sleep', staticmethod(fake.sleep))
+    monkeypatch.setattr(Host, 'started', staticmethod(fake.started))
+    mains = {'restart': module_in_tmp(engine_restart.main), 'state': module_in_tmp(engine_state.main)}
+
+    def run(which='state', **args):
+        args.setdefault('config_path', str(fake.daemon_json))
+        args.setdefault('containerd_dir', str(fake.containerd_dir))
+        args.setdefault('state_dir', str(fake.state_dir))
+        if which == 'state':
+            args.setdefault('engines', ['containerd', 'docker'])
+        return mains[which](**args)
+    fake.run = run
+    return fake

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import difflib
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +35,12 @@ def _changed_lines(before, after):
 def changed_lines():
     """changed_lines(before, after) -> the '-old' and '+new' lines between two texts, in order."""
     return _changed_lines
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch, module_in_tmp):
+    """A fake node with Docker and containerd for the engine_* module tests (fake_engines.engine_node).
+    A test module's own `node` fixture takes its place."""
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from fake_engines import engine_node  # pylint: disable=import-outside-toplevel
+    return engine_node(tmp_path, monkeypatch, module_in_tmp)

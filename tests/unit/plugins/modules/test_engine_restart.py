@@ -6,40 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
-
-import pytest
-
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.accel.nodes.plugins.module_utils._engine import Host
-from ansible_collections.accel.nodes.plugins.modules import engine_restart, engine_state
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from fake_engines import FakeNode  # noqa: E402  pylint: disable=wrong-import-position
 
 USER = {'storage-driver': 'vfs', 'iptables': False, 'bridge': 'none'}
 ACCEL_A = {'accel-a': {'path': '/usr/local/bin/accel-runc-a'}}
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch, module_in_tmp):
-    """A FakeNode, with run(module, **args) running engine_restart or engine_state on it."""
-    fake = FakeNode(tmp_path)
-    monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, argv, **kw: fake(argv, **kw))
-    monkeypatch.setattr(Host, 'clock', staticmethod(fake.clock))
-    monkeypatch.setattr(Host, 'sleep', staticmethod(fake.sleep))
-    monkeypatch.setattr(Host, 'started', staticmethod(fake.started))
-    mains = {'restart': module_in_tmp(engine_restart.main), 'state': module_in_tmp(engine_state.main)}
-
-    def run(which, **args):
-        args.setdefault('config_path', str(fake.daemon_json))
-        args.setdefault('containerd_dir', str(fake.containerd_dir))
-        args.setdefault('state_dir', str(fake.state_dir))
-        return mains[which](**args)
-    fake.run = run
-    return fake
 
 
 def config(node):
