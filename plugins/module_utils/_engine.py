@@ -37,6 +37,12 @@ ENGINE_ORDER = ('containerd', 'docker')
 
 STATE_DIR = '/var/lib/accel-nodes/docker'
 CONTAINERD_DIR = '/etc/containerd'
+# The options engine_state and engine_restart share; documented once, in doc_fragments/engine_paths.py.
+PATH_OPTIONS = dict(
+    config_path=dict(type='path', default=rc.DOCKER_CONFIG),
+    containerd_dir=dict(type='path', default=CONTAINERD_DIR),
+    state_dir=dict(type='path', default=STATE_DIR),
+)
 
 ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 # `docker info --format '{{json .}}'`: the whole answer, Runtimes and ServerErrors among it.

@@ -28,6 +28,7 @@ author:
   - accel.nodes maintainers (@accel-nodes)
 extends_documentation_fragment:
   - accel.nodes.attributes
+  - accel.nodes.engine_paths
 attributes:
   check_mode:
     support: full
@@ -47,21 +48,6 @@ options:
       - Seconds to wait for the engine to answer after each start.
     type: int
     default: 60
-  config_path:
-    description:
-      - The C(daemon.json) that dockerd reads.
-    type: path
-    default: /etc/docker/daemon.json
-  containerd_dir:
-    description:
-      - containerd's configuration tree, C(config.toml) and its drop-ins.
-    type: path
-    default: /etc/containerd
-  state_dir:
-    description:
-      - Where the last known good configurations and the rejected ones are kept, mode C(0700).
-    type: path
-    default: /var/lib/accel-nodes/docker
 notes:
   - The C(accel.nodes.docker) role runs this module from its handlers, on the topics C(accel_nodes_restart_docker)
     and C(accel_nodes_restart_containerd).
@@ -189,9 +175,7 @@ def main() -> None:
         argument_spec=dict(
             engine=dict(type='str', required=True, choices=['docker', 'containerd']),
             timeout=dict(type='int', default=60),
-            config_path=dict(type='path', default='/etc/docker/daemon.json'),
-            containerd_dir=dict(type='path', default=_engine.CONTAINERD_DIR),
-            state_dir=dict(type='path', default=_engine.STATE_DIR),
+            **_engine.PATH_OPTIONS
         ),
         supports_check_mode=True,
     )

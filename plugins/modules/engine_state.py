@@ -27,6 +27,7 @@ author:
   - accel.nodes maintainers (@accel-nodes)
 extends_documentation_fragment:
   - accel.nodes.attributes
+  - accel.nodes.engine_paths
 attributes:
   check_mode:
     support: full
@@ -53,21 +54,6 @@ options:
       - Text appended to the failure message when a unit is not installed, to say what to do.
     type: str
     default: ''
-  config_path:
-    description:
-      - The C(daemon.json) that dockerd reads.
-    type: path
-    default: /etc/docker/daemon.json
-  containerd_dir:
-    description:
-      - containerd's configuration tree, C(config.toml) and its drop-ins.
-    type: path
-    default: /etc/containerd
-  state_dir:
-    description:
-      - Where the last known good configurations are kept, mode C(0700).
-    type: path
-    default: /var/lib/accel-nodes/docker
 seealso:
   - module: accel.nodes.engine_restart
 """
@@ -251,9 +237,7 @@ def main() -> None:
             engines=dict(type='list', elements='str', required=True, choices=['docker', 'containerd']),
             live=dict(type='bool', default=True),
             missing_hint=dict(type='str', default=''),
-            config_path=dict(type='path', default=rc.DOCKER_CONFIG),
-            containerd_dir=dict(type='path', default=_engine.CONTAINERD_DIR),
-            state_dir=dict(type='path', default=_engine.STATE_DIR),
+            **_engine.PATH_OPTIONS
         ),
         supports_check_mode=True,
     )
