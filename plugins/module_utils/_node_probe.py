@@ -105,5 +105,13 @@ def first_executable(candidates: List[str],
     return ''
 
 
+def find_program(name: str, search_path: str) -> str:
+    """name itself where it holds a slash, else the first executable regular file of that name in the
+    colon-separated search_path (execvp's rule), or '' when there is none."""
+    if '/' in name:
+        return first_executable([name])
+    return first_executable([os.path.join(d or '.', name) for d in search_path.split(os.pathsep)])
+
+
 def version_result(rc: int, out: Optional[str], err: Optional[str]) -> Dict[str, Any]:
     return {'rc': rc, 'stdout': (out or '').strip(), 'stderr': (err or '').strip()}

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: node_probe
-short_description: Read in one run what a role decides from (facts, packages, paths, executables)
+short_description: Read in one run what a role decides from (facts, packages, paths, executables, commands)
 version_added: 0.2.0
 description:
   - Reads, without changing anything, what a role decides from, in one module run instead of one per
     question - the distribution facts, the installed packages of interest, a few paths, the first executable
-    among candidates and what it answers to C(--version). The Neuron roles, M(accel.nodes.oci_add_hooks) and
+    among candidates and what it answers to C(--version), and the answers of read-only commands such as
+    C(nvidia-smi -L) or C(docker info). The Neuron roles, M(accel.nodes.oci_add_hooks) and
     the NVIDIA Container Toolkit role use it, so that a converged re-run asks the node once, and skips a
     package manager run that would change nothing.
   - Packages are read from the dpkg status file (C(/var/lib/dpkg/status)) where there is one, which gives
@@ -58,6 +59,18 @@ options:
     type: list
     elements: str
     default: []
+  commands:
+    description:
+      - Read-only commands to run, by name, each an argv list; RV(commands) gives what each answered. A first
+        element without a slash is looked up in the C(PATH) of O(environment), or the module's own. A command
+        that is not found answers exit status 127 with C(<program>: command not found) on stderr, as a shell
+        would, rather than failing the module. They run in check mode too, so they must change nothing.
+    type: dict
+    default: {}
+  environment:
+    description: Variables to set for O(commands) and O(versions), on top of C(LANG=C) and C(LC_ALL=C).
+    type: dict
+    default: {}
 seealso:
   - module: ansible.builtin.setup
   - module: ansible.builtin.package_facts
@@ -79,6 +92,13 @@ EXAMPLES = r"""
       runc: [/usr/bin/runc, /usr/sbin/runc]
     versions: [oci_add_hooks]
   register: chain
+
+- name: Ask Docker for its configuration and read the toolkit's, in one run
+  accel.nodes.node_probe:
+    commands:
+      docker_info: [docker, info, --format, '{{ "{{json .}}" }}']
+    paths: [/etc/nvidia-container-runtime/config.toml]
+  register: engine_probe
 """
 
 RETURN = r"""
@@ -119,6 +139,12 @@ versions:
   returned: always
   type: dict
   sample: {oci_add_hooks: {rc: 0, stdout: "commit: 2fdc948c9b098299b47636a49639dcad8f88ae52", stderr: ""}}
+commands:
+  description: For each name of O(commands), C(rc), C(stdout) and C(stderr), with surrounding white space removed.
+  returned: always
+  type: dict
+  sample: {nvidia_smi: {rc: 0, stdout: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-f7fd6dbc-8ad6-aa8a-f328-14e34f337867)",
+                        stderr: ""}}
 """
 
 import os
@@ -156,6 +182,8 @@ def main() -> None:
             paths=dict(type='list', elements='path', default=[]),
             executables=dict(type='dict', default={}),
             versions=dict(type='list', elements='str', default=[]),
+            commands=dict(type='dict', default={}),
+            environment=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -163,6 +191,11 @@ def main() -> None:
     unknown = [n for n in p['versions'] if n not in p['executables']]
     if unknown:
         module.fail_json(msg='versions names %s, which executables does not list' % ', '.join(unknown))
+    bad = sorted(n for n, argv in p['commands'].items()
+                 if not isinstance(argv, list) or not argv or not all(isinstance(a, (str, int)) for a in argv))
+    if bad:
+        module.fail_json(msg='commands must map each name to a non-empty list of arguments: %s' % ', '.join(bad))
+    env = dict(_ENV, **dict((str(k), str(v)) for k, v in p['environment'].items()))
     result = dict(changed=False, package_manager='none', packages={})  # type: Dict[str, Any]
     if p['facts']:
         facts = {}  # type: Dict[str, Any]
@@ -183,8 +216,17 @@ def main() -> None:
         if not path:
             result['versions'][name] = None
             continue
-        rc, out, err = module.run_command([path, '--version'], environ_update=_ENV)
+        rc, out, err = module.run_command([path, '--version'], environ_update=env)
         result['versions'][name] = _node_probe.version_result(rc, out, err)
+    result['commands'] = {}
+    for name, argv in p['commands'].items():
+        argv = [str(a) for a in argv]
+        program = _node_probe.find_program(argv[0], env.get('PATH', os.environ.get('PATH', os.defpath)))
+        if not program:
+            result['commands'][name] = _node_probe.version_result(127, '', '%s: command not found' % argv[0])
+            continue
+        rc, out, err = module.run_command([program] + argv[1:], environ_update=env)
+        result['commands'][name] = _node_probe.version_result(rc, out, err)
     module.exit_json(**result)
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,42 @@ def test_paths_are_described(run_module):
     result = run_module(node_probe.main, dict(paths=[str(DOUBLE)]))
     info = result['paths'][str(DOUBLE)]
     assert info['exists'] and info['type'] == 'file' and len(info['sha256']) == 64
+
+
+def test_commands_run_with_the_path_of_environment(run_module, tools):
+    """nvidia-smi in the driver root: found through the PATH the role passes, with its arguments."""
+    smi = tools / 'bin' / 'nvidia-smi'
+    smi.parent.mkdir()
+    smi.write_text('#!/bin/sh\necho "args: $*"\necho "lang: $LANG, gpu: $GPU"\n')
+    smi.chmod(0o755)
+    result = run_module(node_probe.main, dict(
+        commands={'nvidia_smi': ['nvidia-smi', '-L']},
+        environment={'PATH': '/nonexistent:%s' % smi.parent, 'GPU': 0}))
+    assert result['changed'] is False
+    assert result['commands'] == {'nvidia_smi': {'rc': 0, 'stdout': 'args: -L\nlang: C, gpu: 0', 'stderr': ''}}
+
+
+def test_a_missing_or_failing_command_answers_as_a_shell_would(run_module, tools):
+    result = run_module(node_probe.main, dict(
+        commands={'docker_info': ['docker-not-here', 'info'], 'absolute': [str(tools / 'missing')],
+                  'failing': [str(tools / 'broken-oci-add-hooks'), '--version']},
+        environment={'PATH': str(tools)}))
+    assert not result.get('failed')
+    assert result['commands']['docker_info'] == {'rc': 127, 'stdout': '', 'stderr': 'docker-not-here: command not found'}
+    assert result['commands']['absolute']['rc'] == 127
+    assert result['commands']['failing'] == {'rc': 3, 'stdout': '', 'stderr': 'no such runtime'}
+
+
+def test_a_directory_or_plain_file_on_the_path_is_not_the_program(tools):
+    (tools / 'dir' / 'runc').mkdir(parents=True)
+    (tools / 'plain').mkdir()
+    (tools / 'plain' / 'runc').write_text('not executable')
+    search = os.pathsep.join([str(tools / 'dir'), str(tools / 'plain'), str(tools)])
+    assert _node_probe.find_program('runc', search) == str(tools / 'runc')
+    assert _node_probe.find_program('runc', str(tools / 'plain')) == ''
+
+
+@pytest.mark.parametrize('commands', [{'empty': []}, {'text': 'docker info'}, {'nested': [['docker']]}])
+def test_commands_must_be_argv_lists(run_module, commands):
+    result = run_module(node_probe.main, dict(commands=commands))
+    assert result['failed'] and 'non-empty list of arguments' in result['msg']
