@@ -2,13 +2,16 @@
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
 """Which packages a package manager run would change, from what accel.nodes.node_probe read.
-Documented in packages_to_change.yml next to this file."""
+Documented in packages_to_change.yml and dpkg_selection_plan.yml next to this file."""
 
 from __future__ import annotations
 
+import re
 import typing as t
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 
 # dpkg's states of a package whose files are gone but whose configuration is
 # kept (dpkg-query(1), "Package states"): apt's state=absent has nothing to do.
@@ -42,7 +45,29 @@ def packages_to_change(seen: t.Any, names: t.Any, want: str = 'installed', versi
     return change
 
 
+def dpkg_selection_plan(seen: t.Any, patterns: t.Any = (), exclude: t.Any = (), names: t.Any = (),
+                        selection: str = 'hold') -> dict[str, list[str]]:
+    """What accel.nodes.dpkg_holds would do with these options, from the packages node_probe read
+    (which must cover every name the patterns can match): the installed packages the patterns
+    match and exclude does not, after names (names); those whose selection it would set (change);
+    those dpkg does not know (unknown), which only the module can judge."""
+    if not isinstance(seen, dict):
+        raise AnsibleFilterError('dpkg_selection_plan: needs node_probe\'s packages (a dict)')
+    if selection not in ('hold', 'install'):
+        raise AnsibleFilterError('dpkg_selection_plan: selection is hold or install, not %r' % (selection,))
+    packages = dict((n, p) for n, p in seen.items() if isinstance(p, dict) and p.get('status'))
+    wanted = list(names or [])
+    try:
+        wanted += [n for n in _dpkg.matching(_dpkg.installed(packages), patterns or [], exclude or [])
+                   if n not in wanted]
+    except re.error as e:
+        raise AnsibleFilterError('dpkg_selection_plan: patterns and exclude must be regular expressions: %s' % e)
+    current = dict((n, p.get('selection')) for n, p in packages.items())
+    change, unknown = _dpkg.selection_plan(wanted, selection, current)
+    return {'names': wanted, 'change': change, 'unknown': unknown}
+
+
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {'packages_to_change': packages_to_change}
+        return {'packages_to_change': packages_to_change, 'dpkg_selection_plan': dpkg_selection_plan}

@@ -18,9 +18,9 @@ file costs no dpkg run, and a file under a root reads an image being baked.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
-__all__ = ['STATUS_FILE', 'parse_status', 'read_status', 'installed', 'matching']
+__all__ = ['STATUS_FILE', 'parse_status', 'read_status', 'installed', 'matching', 'selection_plan']
 
 STATUS_FILE = '/var/lib/dpkg/status'
 
@@ -71,3 +71,18 @@ def matching(names: Iterable[str], patterns: Iterable[str], exclude: Iterable[st
     unwanted = [re.compile(p) for p in exclude]
     return sorted(n for n in names
                   if any(w.match(n) for w in wanted) and not any(u.match(n) for u in unwanted))
+
+
+def selection_plan(names: List[str], selection: str, current: Dict[str, str]) -> Tuple[List[str], List[str]]:
+    """(the names whose selection is to be set, the names dpkg does not know), in order, from
+    {name: selection} as dpkg records it.
+
+    Holding sets every known package that is not held; releasing sets only held ones, so that a
+    package selected for removal is never turned into one to install.
+    """
+    if selection == 'hold':
+        change = [n for n in names if n in current and current[n] != 'hold']
+    else:
+        change = [n for n in names if current.get(n) == 'hold']
+    unknown = [n for n in names if n not in current]
+    return list(dict.fromkeys(change)), list(dict.fromkeys(unknown))

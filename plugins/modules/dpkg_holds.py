@@ -101,7 +101,7 @@ unknown:
 """
 
 import re
-from typing import Dict, List, Tuple
+from typing import Dict
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -118,20 +118,6 @@ def parse_selections(output: str) -> Dict[str, str]:
         if len(fields) == 2:
             selections[fields[0].split(':')[0]] = fields[1]
     return selections
-
-
-def plan(names: List[str], selection: str, current: Dict[str, str]) -> Tuple[List[str], List[str]]:
-    """(the names whose selection is to be set, the names dpkg does not know), in order.
-
-    Holding sets every known package that is not held; releasing sets only held ones, so that a
-    package selected for removal is never turned into one to install.
-    """
-    if selection == 'hold':
-        change = [n for n in names if n in current and current[n] != 'hold']
-    else:
-        change = [n for n in names if current.get(n) == 'hold']
-    unknown = [n for n in names if n not in current]
-    return list(dict.fromkeys(change)), list(dict.fromkeys(unknown))
 
 
 def main() -> None:
@@ -158,7 +144,7 @@ def main() -> None:
     if rc != 0:
         module.fail_json(msg='dpkg --get-selections failed (rc %d): %s' % (rc, err.strip()), rc=rc)
     current = parse_selections(out)
-    change, unknown = plan(names, selection, current)
+    change, unknown = _dpkg.selection_plan(names, selection, current)
     result = dict(changed=bool(change), changed_names=change, names=names, unknown=unknown)
     if unknown and selection == 'hold':
         module.fail_json(msg='dpkg does not know %s, so it cannot hold it: install it first' % ', '.join(unknown),

@@ -301,3 +301,39 @@ def test_the_driver_packages_among_the_installed_ones(facts):
         assert owned == ['cuda-drivers', 'nvidia-driver-pinning-580']
     else:
         assert owned == ['cuda-drivers', 'kmod-nvidia-latest-dkms', 'nvidia-driver-pinning-580']
+
+
+# Package names of NVIDIA's CUDA repositories (Debian 12, Ubuntu, RHEL 9, Amazon Linux 2023) and of Debian's
+# non-free archive, one or more for each alternative of the owned patterns, and some that are not the driver's.
+DRIVER_PACKAGE_NAMES = [
+    'cuda-drivers', 'cuda-drivers-580', 'cuda-drivers-fabricmanager-580', 'nvidia-driver', 'nvidia-driver-580-open',
+    'nvidia-driver-pinning-580', 'nvidia-kernel-open-dkms', 'nvidia-fabricmanager-580', 'nvidia-fabric-manager',
+    'nvidia-persistenced', 'nvidia-smi', 'libnvidia-ml1', 'libnvidia-compute-580', 'libcuda1', 'libcuda1-i386',
+    'libnvcuvid1', 'libnvoptix1', 'libxnvctrl0', 'xserver-xorg-video-nvidia', 'firmware-nvidia-gsp',
+    'kmod-nvidia-latest-dkms', 'kmod-nvidia-open-dkms', 'xorg-x11-nvidia', 'dkms-nvidia', 'nvlsm',
+    'nvidia-driver-cuda-libs', 'libnvidia-fbc', 'nvidia-container-toolkit', 'libnvidia-container1', 'dkms',
+    'cuda-toolkit-12-8', 'nvlsm-dev', 'libcudart12',
+]
+
+
+@pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
+def test_the_probe_reads_every_package_the_owned_patterns_match(facts):
+    """The probe's package patterns (vars/main.yml) must cover the per-OS owned patterns, or a driver
+    package left unheld would go unseen and dpkg_holds would be skipped."""
+    t = render(facts)
+    owned = value(t, '__nvidia_driver_owned_packages')
+    probe = value(t, '__nvidia_driver_probe_packages')
+    matched = [n for n in DRIVER_PACKAGE_NAMES if re.match(owned, n)]
+    assert len(matched) >= 10
+    assert [n for n in matched if not any(re.search(p, n) for p in probe)] == []
+
+
+def test_holds_already_in_place_skip_dpkg_holds_and_still_name_the_driver_packages():
+    seen = {n: {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'}
+            for n in ['cuda-drivers', 'nvidia-driver-pinning-580', 'nvidia-container-toolkit', 'libnvidia-ml1']}
+    seen['nvidia-smi'] = {'version': '580.95.05-1', 'selection': 'install', 'status': 'installed'}
+    t = render(host('Debian', '12.8', 'Debian'), {'satisfied': True}, nvidia_driver_probe={'packages': seen},
+               nvidia_driver_holds={'skipped': True})
+    plan = value(t, '__nvidia_driver_hold_plan')
+    assert plan['change'] == ['nvidia-smi'] and plan['unknown'] == []
+    assert value(t, '__nvidia_driver_owned') == ['cuda-drivers', 'libnvidia-ml1', 'nvidia-driver-pinning-580', 'nvidia-smi']

@@ -53,3 +53,40 @@ def test_refuses_bad_input():
         packages_to_change([], TOOLKIT)
     with pytest.raises(AnsibleFilterError):
         packages_to_change(HELD, TOOLKIT, want='latest')
+
+
+# dpkg_selection_plan: what accel.nodes.dpkg_holds would do, from the same probe.
+from ansible_collections.accel.nodes.plugins.filter.packages import dpkg_selection_plan  # noqa: E402
+
+OWNED = r'^(cuda-drivers.*|nvidia-.*|libnvidia-.*|libcuda1.*|firmware-nvidia-.*)$'
+FOREIGN = r'^(nvidia-container-.*|libnvidia-container.*)$'
+DRIVER = ['cuda-drivers', 'cuda-drivers-580', 'firmware-nvidia-gsp', 'libcuda1', 'libnvidia-ml1',
+          'nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-persistenced', 'nvidia-smi']
+
+
+def test_held_driver_packages_need_no_dpkg_holds_run():
+    seen = status(*[(n, 'hold ok installed', '580.95.05-1') for n in DRIVER + TOOLKIT],
+                  ('nvidia-driver-bin', 'deinstall ok config-files', '535.216.01-1'))
+    plan = dpkg_selection_plan(seen, [OWNED], [FOREIGN])
+    assert plan == {'names': sorted(DRIVER), 'change': [], 'unknown': []}
+
+
+def test_an_unheld_package_is_held_and_a_release_touches_only_held_ones():
+    seen = status(*[(n, 'hold ok installed', '580.95.05-1') for n in DRIVER[1:]],
+                  ('cuda-drivers', 'install ok installed', '580.95.05-1'),
+                  ('libnvidia-container1', 'install ok installed', '1.17.8-1'))
+    assert dpkg_selection_plan(seen, [OWNED], [FOREIGN])['change'] == ['cuda-drivers']
+    assert dpkg_selection_plan(seen, [OWNED], [FOREIGN], selection='install')['change'] == sorted(DRIVER[1:])
+
+
+def test_names_the_probe_did_not_read_are_left_to_the_module():
+    seen = status(('cuda-drivers', 'hold ok installed', '580.95.05-1'))
+    plan = dpkg_selection_plan(seen, [OWNED], names=['linux-image-6.1.0-28-cloud-amd64'])
+    assert plan == {'names': ['linux-image-6.1.0-28-cloud-amd64', 'cuda-drivers'], 'change': [],
+                    'unknown': ['linux-image-6.1.0-28-cloud-amd64']}
+
+
+@pytest.mark.parametrize('args', [dict(seen=[]), dict(seen={}, selection='purge'), dict(seen={}, patterns=['('])])
+def test_dpkg_selection_plan_refuses_bad_input(args):
+    with pytest.raises(AnsibleFilterError):
+        dpkg_selection_plan(**args)

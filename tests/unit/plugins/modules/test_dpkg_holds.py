@@ -10,6 +10,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 from ansible_collections.accel.nodes.plugins.modules import dpkg_holds
 
 # `dpkg --get-selections` as dpkg 1.21 (Debian 12) prints it: tabs, and the
@@ -34,14 +35,14 @@ def test_parse_selections_drops_the_architecture():
 
 def test_plan_names_only_what_differs_and_what_dpkg_does_not_know():
     current = dpkg_holds.parse_selections(SELECTIONS)
-    assert dpkg_holds.plan(PACKAGES + ['absent'], 'hold', current) == (PACKAGES[:2], ['absent'])
-    assert dpkg_holds.plan(PACKAGES, 'install', current) == (PACKAGES[2:], [])
+    assert _dpkg.selection_plan(PACKAGES + ['absent'], 'hold', current) == (PACKAGES[:2], ['absent'])
+    assert _dpkg.selection_plan(PACKAGES, 'install', current) == (PACKAGES[2:], [])
 
 
 def test_release_never_turns_a_package_selected_for_removal_into_one_to_install():
     current = dpkg_holds.parse_selections(SELECTIONS)
-    assert dpkg_holds.plan(['oldpkg', 'adduser'], 'install', current) == ([], [])
-    assert dpkg_holds.plan(['oldpkg'], 'hold', current) == (['oldpkg'], [])
+    assert _dpkg.selection_plan(['oldpkg', 'adduser'], 'install', current) == ([], [])
+    assert _dpkg.selection_plan(['oldpkg'], 'hold', current) == (['oldpkg'], [])
 
 
 class FakeDpkg:

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""The toolkit role's derived variables, templated as the role templates them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+sys.path.insert(0, os.path.dirname(__file__))
+from role_files import load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
+
+RECORD = '/var/lib/accel-nodes/nvidia-container-toolkit/cdi-driver-version'
+
+
+def kept(record, driver='580.95.05', bin_dirs=()):
+    variables = dict(load('nvidia_container_toolkit', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_container_toolkit', 'vars', 'main.yml'))
+    variables.update(trusted({'nvidia_container_toolkit_driver_version': driver,
+                              'nvidia_container_toolkit_driver_bin_dirs': list(bin_dirs),
+                              'nvidia_container_toolkit_probe': {'paths': {RECORD: record}}}))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(trust_as_template('{{ __nvidia_container_toolkit_cdi_record_kept }}'))
+
+
+def probed(text, mode='0644', uid=0, gid=0, kind='file'):
+    """What accel.nodes.node_probe says of the record."""
+    return {'path': RECORD, 'exists': kind is not None, 'type': kind, 'mode': mode, 'uid': uid, 'gid': gid,
+            'executable': False, 'sha256': 'not compared', 'text': text}
+
+
+def test_a_record_of_this_driver_needs_no_write():
+    assert kept(probed('580.95.05\n')) is True
+
+
+@pytest.mark.parametrize('record', [
+    probed('570.172.08\n'),                     # another driver
+    probed('580.95.05'),                        # what the module writes ends in a newline
+    probed('580.95.05\n/usr/local/nvidia/bin\n'),  # another search path
+    probed('580.95.05\n', mode='0600'),
+    probed('580.95.05\n', uid=1000),
+    probed(None, mode=None, uid=None, gid=None, kind=None),  # none yet
+])
+def test_any_difference_writes_the_record(record):
+    assert kept(record) is False
