@@ -17,7 +17,7 @@ import shutil
 import tempfile
 
 __all__ = ['read_text', 'make_parents', 'write_atomic', 'remove', 'file_diff', 'update_file', 'existing_paths',
-           'remove_path']
+           'remove_path', 'content_plan']
 
 NEW_FILE_MODE = 0o644
 
@@ -147,3 +147,12 @@ def remove_path(path):
             os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def content_plan(entry, before):
+    """What accel.nodes.paths_content does with one of its files, given its text before (None: no file):
+    {'foreign', 'after'}; after None removes it. A file without the entry's marker is foreign, and stays."""
+    marker = entry.get('marker')
+    foreign = bool(marker) and before is not None and marker not in before
+    after = entry.get('content') if entry.get('state', 'present') == 'present' else None
+    return {'foreign': foreign, 'after': before if foreign else after}

@@ -132,14 +132,6 @@ def _read(path: str) -> Optional[str]:
         return ''
 
 
-def plan(entry: Dict[str, Any], before: Optional[str]) -> Dict[str, Any]:
-    """What to do with one file: {'foreign', 'after'}; after None removes it."""
-    marker = entry.get('marker')
-    foreign = bool(marker) and before is not None and marker not in before
-    after = entry.get('content') if entry['state'] == 'present' else None
-    return {'foreign': foreign, 'after': before if foreign else after}
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -167,7 +159,7 @@ def main() -> None:
         module.fail_json(msg=str(e), **result)
     refused = []
     for entry, before in planned:
-        if plan(entry, before)['foreign']:
+        if _files.content_plan(entry, before)['foreign']:
             result['foreign'].append(entry['path'])
             if entry['state'] == 'present':
                 refused.append(entry['path'])
@@ -183,7 +175,7 @@ def main() -> None:
     result['missing_directories'] = missing
     for entry, before in planned:
         path = entry['path']
-        decided = plan(entry, before)
+        decided = _files.content_plan(entry, before)
         if decided['foreign']:
             continue
         after = decided['after']

@@ -382,4 +382,9 @@ def test_neuron_driver_offline_package_scripts_find_the_no_op_first(facts):
         path = re.search(r'^%_install_script_path (\S+)$', content, re.M).group(1)
     dirs = path.split(':')
     assert dirs[0] == os.path.dirname(shim) == '/usr/local/sbin'
+    # The role's probe reads every file it writes, or paths_to_write would leave it to the module.
+    probed = value(t, '__neuron_driver_probe_paths')
+    written = [value(t, name) for name in ('__neuron_driver_update_pciids_shim', '__neuron_driver_script_path_file',
+                                           '__neuron_driver_profile_file')]
+    assert set(written) <= set(probed)
     assert {'/usr/sbin', '/usr/bin', '/sbin', '/bin'} <= set(dirs)

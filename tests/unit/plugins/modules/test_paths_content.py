@@ -87,3 +87,53 @@ def test_a_missing_directory_fails_a_real_run_and_is_reported_in_check_mode(run,
 def test_paths_must_be_absolute_and_present_needs_content(run):
     assert 'absolute' in run(files=[dict(path='relative', content='x')])['msg']
     assert run(files=[dict(path='/tmp/x')])['failed']
+
+
+# accel.nodes.paths_to_write must agree with the module: a role skips the module where the filter, fed by
+# node_probe's description of the same files, finds nothing to write.
+from ansible_collections.accel.nodes.plugins.filter.paths import paths_to_write  # noqa: E402
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe  # noqa: E402
+
+
+def _scenarios(tmp_path):
+    shim, profile = str(tmp_path / 'update-pciids'), str(tmp_path / 'aws-neuron.sh')
+    want = [dict(path=shim, content=SHIM, mode='0755', marker=MARKER, owner='root', group='root'),
+            dict(path=profile, content='PATH=/opt/aws/neuron/bin:$PATH\n', mode='0644', owner='root', group='root')]
+    gone = [dict(w, state='absent') for w in want]
+    return {
+        'written': (want, lambda: None),
+        'text drifted': (want, lambda: open(profile, 'a').write('# edited\n')),
+        'mode drifted': (want, lambda: os.chmod(shim, 0o700)),
+        'owner drifted': (want, lambda: os.chown(profile, 1000, 0)),
+        'missing': (want, lambda: os.remove(shim)),
+        'foreign': (want, lambda: open(shim, 'w').write('#!/bin/sh\nexec /usr/sbin/update-pciids.real "$@"\n')),
+        'to remove': (gone, lambda: None),
+        'removed': (gone, lambda: [os.remove(p) for p in (shim, profile)]),
+        'integer mode': ([dict(want[1], mode=0o644)], lambda: None),
+    }
+
+
+@pytest.mark.parametrize('name', ['written', 'text drifted', 'mode drifted', 'owner drifted', 'missing', 'foreign',
+                                  'to remove', 'removed', 'integer mode'])
+def test_paths_to_write_agrees_with_the_module(run, tmp_path, name):
+    if os.geteuid() != 0:
+        pytest.skip('files owned by root need root')
+    files, drift = _scenarios(tmp_path)[name]
+    assert run(files=[dict(f, state='present') for f in _scenarios(tmp_path)['written'][0]])['changed'] is True
+    drift()
+    seen = dict((f['path'], _node_probe.describe(f['path'])) for f in files)
+    to_write = paths_to_write(files, seen)
+    result = run(files=files, _ansible_check_mode=True)
+    assert bool(to_write) == bool(result['changed'] or result.get('failed')), (to_write, result)
+    assert [f['path'] for f in to_write] == sorted(set(result['changed_paths']) | set(result['foreign']),
+                                                   key=[f['path'] for f in files].index) or result.get('failed')
+
+
+def test_paths_to_write_leaves_the_unknown_to_the_module():
+    entry = dict(path='/etc/profile.d/aws-neuron.sh', content='x\n', owner='neuron')
+    described = dict(path=entry['path'], exists=True, type='file', mode='0644', uid=0, gid=0, text='x\n')
+    assert paths_to_write([entry], {}) == [entry]                                        # not probed
+    assert paths_to_write([entry], {entry['path']: dict(described, text=None)}) == [entry]  # not text
+    assert paths_to_write([entry], {entry['path']: described}) == [entry]                # owner not root
+    assert paths_to_write([dict(entry, owner=None, mode='u=rw,go=r')], {entry['path']: described}) != []
+    assert paths_to_write([dict(entry, owner=None)], {entry['path']: described}) == []
