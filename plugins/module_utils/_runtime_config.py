@@ -160,6 +160,19 @@ def render_daemon_json(data, before_text=None):
     return json.dumps(data, indent=_json_indent(before_text), ensure_ascii=False) + '\n'
 
 
+def docker_runtime_text(before, name, path=None, runtime_args=(), default=None, cdi=None, state='present',
+                        config_path=DOCKER_CONFIG):
+    """(data, the text of daemon.json) once runtime name is registered (state present) or not (absent), from
+    its text before (None: no file); the text is None where there is to be no file. Raises ConfigError."""
+    data = read_daemon_json(before, config_path)
+    if state == 'present':
+        data = docker_present(data, name, path, runtime_args, default, cdi, config_path)
+    else:
+        data = docker_absent(data, name)
+    after = render_daemon_json(data, before) if before is not None or state == 'present' else None
+    return data, after
+
+
 # containerd
 #
 # Vendor facts this part rests on:

@@ -28,7 +28,7 @@ import copy
 import math
 import re
 
-__all__ = ['TomlError', 'TomlDocument', 'loads', 'dumps', 'split_key', 'join_key']
+__all__ = ['TomlError', 'TomlDocument', 'loads', 'dumps', 'split_key', 'join_key', 'SettingsError', 'apply_settings']
 
 
 class TomlError(ValueError):
@@ -918,3 +918,36 @@ def _remove(table, path):
     for part in path[:-1]:
         table = table[part]
     del table[path[-1]]
+
+
+class SettingsError(ValueError):
+    """A setting accel.nodes.toml_settings cannot apply; msg has a %(path)s placeholder."""
+
+    def __init__(self, msg, changed_keys):
+        super(SettingsError, self).__init__(msg)
+        self.msg = msg
+        self.changed_keys = changed_keys
+
+
+def apply_settings(doc, settings, state):
+    """Set (state present) or remove (absent) each dotted key of settings in doc, as
+    accel.nodes.toml_settings does; the keys that changed it. Raises SettingsError."""
+    changed_keys = []
+    for key, value in settings.items():
+        try:
+            path = split_key(key)
+        except TomlError as exc:
+            raise SettingsError(('settings key %r is not a TOML dotted key: %s. Quote a part that contains dots, '
+                                 'as in plugins."io.containerd.grpc.v1.cri".enable_cdi.'
+                                 % (key, exc.msg)).replace('%', '%%'), [])
+        try:
+            if state == 'present' and value is None:
+                raise TomlError('TOML has no null value; to remove the key, use state=absent')
+            done = doc.set(path, value) if state == 'present' else doc.delete(path)
+        except TomlError as exc:
+            verb = 'set' if state == 'present' else 'remove'
+            raise SettingsError('Cannot %s %s in ' % (verb, key.replace('%', '%%')) + '%(path)s: '
+                                + str(exc).replace('%', '%%'), changed_keys)
+        if done:
+            changed_keys.append(key)
+    return changed_keys

@@ -251,14 +251,10 @@ def docker(module):
     path = p['config_path'] or rc.DOCKER_CONFIG
     before = read(module, path)
     try:
-        data = rc.read_daemon_json(before, path)
-        if p['state'] == 'present':
-            data = rc.docker_present(data, p['name'], p['path'], p['runtime_args'], p['default'], p['cdi'], path)
-        else:
-            data = rc.docker_absent(data, p['name'])
+        data, after = rc.docker_runtime_text(before, p['name'], p['path'], p['runtime_args'], p['default'], p['cdi'],
+                                             p['state'], path)
     except rc.ConfigError as exc:
         module.fail_json(msg=str(exc), config_path=path)
-    after = rc.render_daemon_json(data, before) if before is not None or p['state'] == 'present' else None
     update = _files.update_file(module, path, before, after, p['backup'])
     result = dict(changed=update['changed'], config_path=path, runtimes=rc.docker_runtimes(data))
     if update['backup_file']:

@@ -154,29 +154,15 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _files
-from ansible_collections.accel.nodes.plugins.module_utils._toml import TomlDocument, TomlError, split_key
+from ansible_collections.accel.nodes.plugins.module_utils._toml import SettingsError, TomlDocument, TomlError, apply_settings
 
 
 def edit(module, doc, settings, state):
     """Apply settings to doc; the keys that changed it."""
-    changed_keys = []
-    for key, value in settings.items():
-        try:
-            path = split_key(key)
-        except TomlError as exc:
-            module.fail_json(msg='settings key %r is not a TOML dotted key: %s. Quote a part that contains dots, '
-                                 'as in plugins."io.containerd.grpc.v1.cri".enable_cdi.' % (key, exc.msg))
-        try:
-            if state == 'present' and value is None:
-                raise TomlError('TOML has no null value; to remove the key, use state=absent')
-            done = doc.set(path, value) if state == 'present' else doc.delete(path)
-        except TomlError as exc:
-            verb = 'set' if state == 'present' else 'remove'
-            module.fail_json(msg='Cannot %s %s in %s: %s' % (verb, key, module.params['path'], exc),
-                             changed_keys=changed_keys)
-        if done:
-            changed_keys.append(key)
-    return changed_keys
+    try:
+        return apply_settings(doc, settings, state)
+    except SettingsError as exc:
+        module.fail_json(msg=exc.msg % dict(path=module.params['path']), changed_keys=exc.changed_keys)
 
 
 def main():

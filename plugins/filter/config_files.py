@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""Whether accel.nodes.toml_settings or accel.nodes.container_runtime (engine docker) would leave a file as
+it is, judged on the controller from the text accel.nodes.node_probe read, with the modules' own code.
+Documented in toml_settings_in_place.yml and docker_runtime_in_place.yml next to this file."""
+
+from __future__ import annotations
+
+import typing as t
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
+from ansible_collections.accel.nodes.plugins.module_utils._toml import SettingsError, TomlDocument, TomlError, \
+    apply_settings
+
+
+def _text(seen: t.Any, name: str) -> t.Optional[str]:
+    """The text node_probe read of the file, None where it found no file; raises _Unknown where it read none."""
+    if not isinstance(seen, dict) or 'exists' not in seen:
+        raise AnsibleFilterError('%s: needs what accel.nodes.node_probe says of the file (one entry of its paths)'
+                                 % name)
+    if not seen['exists']:
+        return None
+    if seen.get('type') != 'file' or seen.get('text') is None:
+        raise _Unknown()
+    return seen['text']
+
+
+class _Unknown(Exception):
+    """Only the module can tell: a file that is not text, or that the probe did not read."""
+
+
+def toml_settings_in_place(seen: t.Any, settings: t.Any, remove: t.Any = (), state: str = 'present') -> bool:
+    """True where accel.nodes.toml_settings, with these settings, remove and state, would not change the file
+    (create true; its mode is not judged). False where it would, where it would fail, and where only it can tell."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('toml_settings_in_place: settings must be a dict')
+    try:
+        text = _text(seen, 'toml_settings_in_place')
+    except _Unknown:
+        return False
+    if text is None:
+        return state == 'absent'
+    try:
+        doc = TomlDocument(text)
+        changed = apply_settings(doc, settings, state) + apply_settings(doc, dict.fromkeys(remove or ()), 'absent')
+    except (TomlError, SettingsError):
+        return False
+    return not changed and doc.text() == text
+
+
+def docker_runtime_in_place(seen: t.Any, name: str, path: t.Optional[str] = None, runtime_args: t.Any = (),
+                            default: t.Optional[bool] = None, cdi: t.Optional[bool] = None,
+                            state: str = 'present') -> bool:
+    """True where accel.nodes.container_runtime (engine docker) would leave daemon.json as it is. False where it
+    would change it, where it would fail, and where only it can tell."""
+    # ansible-core 2.18 may hand a templated boolean over as its text.
+    default = None if default is None else boolean(default, strict=False)
+    cdi = None if cdi is None else boolean(cdi, strict=False)
+    try:
+        before = _text(seen, 'docker_runtime_in_place')
+    except _Unknown:
+        return False
+    try:
+        dummy, after = rc.docker_runtime_text(before, name, path, list(runtime_args or ()), default, cdi, state,
+                                              seen.get('path') or rc.DOCKER_CONFIG)
+    except rc.ConfigError:
+        return False
+    return after == before
+
+
+class FilterModule(object):
+
+    def filters(self) -> dict[str, t.Callable[..., t.Any]]:
+        return {'toml_settings_in_place': toml_settings_in_place, 'docker_runtime_in_place': docker_runtime_in_place}

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""toml_settings_in_place and docker_runtime_in_place must agree with the modules they stand in for: a role
+skips toml_settings or container_runtime where the filter, fed by node_probe's description of the file, says
+that the module would change nothing. Each case runs the module in check mode beside the filter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.accel.nodes.plugins.filter.config_files import docker_runtime_in_place, \
+    toml_settings_in_place
+from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
+from ansible_collections.accel.nodes.plugins.modules import container_runtime, toml_settings
+
+FIXTURES = Path(__file__).parents[3] / 'fixtures' / 'toml'
+NVIDIA = '/usr/bin/nvidia-container-runtime'
+
+# What the nvidia_container_toolkit role sets by default, and the debug keys it removes.
+ROLE_SETTINGS = {'nvidia-container-cli.ldconfig': '@/sbin/ldconfig', 'nvidia-container-runtime.mode': 'legacy',
+                 'accept-nvidia-visible-devices-envvar-when-unprivileged': True}
+ROLE_REMOVE = ['nvidia-container-runtime.debug', 'nvidia-container-cli.debug']
+
+
+def _agrees(result, in_place):
+    assert not result.get('failed') or in_place is False, result
+    assert in_place == (not result.get('changed') and not result.get('failed')), (in_place, result)
+
+
+@pytest.mark.parametrize('fixture', ['nvidia-container-toolkit-1.17.6.toml', 'nvidia-container-toolkit-1.18-rpm.toml'])
+@pytest.mark.parametrize('case', ['as shipped', 'after the role', 'a key drifted', 'a debug key back', 'missing',
+                                  'not TOML', 'removing from a missing file'])
+def test_toml_settings_in_place_agrees_with_the_module(module_in_tmp, tmp_path, fixture, case):
+    run = module_in_tmp(toml_settings.main)
+    config = tmp_path / 'config.toml'
+    config.write_text((FIXTURES / fixture).read_text(encoding='utf-8'), encoding='utf-8')
+    state = 'absent' if case == 'removing from a missing file' else 'present'
+    if case != 'as shipped':
+        assert run(path=str(config), settings=ROLE_SETTINGS, remove=ROLE_REMOVE, create=True)['changed'] is True
+    if case == 'a key drifted':
+        config.write_text(config.read_text().replace("ldconfig = \"@/sbin/ldconfig\"", "ldconfig = \"/sbin/ldconfig.real\""))
+    elif case == 'a debug key back':
+        config.write_text(config.read_text().replace('[nvidia-container-cli]\n',
+                                                     '[nvidia-container-cli]\ndebug = "/var/log/x.log"\n'))
+    elif case in ('missing', 'removing from a missing file'):
+        config.unlink()
+    elif case == 'not TOML':
+        config.write_text('[nvidia-container-cli\nldconfig = \n')
+    seen = _node_probe.describe(str(config))
+    in_place = toml_settings_in_place(seen, ROLE_SETTINGS, ROLE_REMOVE, state)
+    _agrees(run(path=str(config), settings=ROLE_SETTINGS, remove=ROLE_REMOVE, create=True, state=state,
+                _ansible_check_mode=True), in_place)
+    assert in_place is (case in ('after the role', 'removing from a missing file'))
+
+
+USER_DAEMON_JSON = '{\n    "data-root": "/mnt/docker-data",\n    "runtimes": {\n        "runsc": {\n' \
+                   '            "path": "/usr/local/bin/runsc"\n        }\n    }\n}\n'
+
+
+@pytest.mark.parametrize('args', [dict(), dict(default=True), dict(cdi=True), dict(runtime_args=['--debug']),
+                                  dict(state='absent')])
+@pytest.mark.parametrize('case', ['user file', 'after the module', 'registered by hand', 'missing', 'not JSON'])
+def test_docker_runtime_in_place_agrees_with_the_module(module_in_tmp, tmp_path, args, case):
+    run = module_in_tmp(container_runtime.main)
+    path = tmp_path / 'daemon.json'
+    path.write_text(USER_DAEMON_JSON, encoding='utf-8')
+    module_args = dict(engine='docker', name='nvidia', path=NVIDIA, config_path=str(path), **args)
+    if case == 'after the module':
+        run(**module_args)
+    elif case == 'registered by hand':
+        path.write_text('{"runtimes": {"nvidia": {"path": "%s", "runtimeArgs": []}}}' % NVIDIA)
+    elif case == 'missing':
+        path.unlink()
+    elif case == 'not JSON':
+        path.write_text('{"runtimes": ')
+    seen = _node_probe.describe(str(path))
+    in_place = docker_runtime_in_place(seen, 'nvidia', NVIDIA, args.get('runtime_args', []), args.get('default'),
+                                       args.get('cdi'), args.get('state', 'present'))
+    _agrees(run(_ansible_check_mode=True, **module_args), in_place)
+    assert in_place is (case == 'after the module' or (case == 'registered by hand' and not args)
+                        or (case == 'missing' and args.get('state') == 'absent')
+                        or (case == 'user file' and args.get('state') == 'absent'))
+
+
+def test_a_file_the_probe_could_not_read_as_text_is_left_to_the_module():
+    seen = dict(path='/etc/docker/daemon.json', exists=True, type='file', text=None)
+    assert docker_runtime_in_place(seen, 'nvidia', NVIDIA) is False
+    assert toml_settings_in_place(dict(seen, path='/etc/x.toml'), {'a': 1}) is False
+
+
+def test_booleans_templated_as_text_mean_what_they_say(tmp_path):
+    path = tmp_path / 'daemon.json'
+    path.write_text('{"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "%s"}}}\n' % NVIDIA)
+    seen = _node_probe.describe(str(path))
+    assert docker_runtime_in_place(seen, 'nvidia', NVIDIA, default='True') is True
+    assert docker_runtime_in_place(seen, 'nvidia', NVIDIA, default='False') is False
