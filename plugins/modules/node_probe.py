@@ -151,9 +151,6 @@ import os
 from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.facts.system.distribution import DistributionFactCollector
-from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
-from ansible.module_utils.facts.system.platform import PlatformFactCollector
 
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 
@@ -198,6 +195,11 @@ def main() -> None:
     env = dict(_ENV, **dict((str(k), str(v)) for k, v in p['environment'].items()))
     result = dict(changed=False, package_manager='none', packages={})  # type: Dict[str, Any]
     if p['facts']:
+        # Imported here: the module runs from a zip, where every import is compiled on each run, and most
+        # probes ask for no facts (0.1 s of every such run, tests/benchmarks/README.md).
+        from ansible.module_utils.facts.system.distribution import DistributionFactCollector
+        from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
+        from ansible.module_utils.facts.system.platform import PlatformFactCollector
         facts = {}  # type: Dict[str, Any]
         facts.update(PlatformFactCollector().collect(module=module))
         facts.update(DistributionFactCollector().collect(module=module))
