@@ -63,7 +63,7 @@ options:
     description:
       - Read-only commands to run, by name, each an argv list; RV(commands) gives what each answered. A first
         element without a slash is looked up in the C(PATH) of O(environment), or the module's own. A command
-        that is not found answers exit status 127 with C(<program>: command not found) on stderr, as a shell
+        that is not found answers exit status 127 with "command not found" on stderr, as a shell
         would, rather than failing the module. They run in check mode too, so they must change nothing.
     type: dict
     default: {}
