@@ -23,6 +23,16 @@ LAYERS = ('host', 'runtime', 'container')
 # "aws-neuronx, 2.27.4.0, ..." (DKMS 2); tests/fixtures/dkms/README.md.
 _DKMS_VERSION = re.compile(r'/([0-9][^,:]*)')
 _DKMS_TROUBLE = re.compile(r'(?i)error|warning|broken')
+# DKMS 3 warns about a dkms.conf variable it no longer honours each time it
+# reads the file, status included: safe_source() calls deprecated(), which
+# prints "Deprecated feature: REMAKE_INITRD (/var/lib/dkms/<module>/<version>/source/dkms.conf)"
+# (https://github.com/dell/dkms/blob/001a6c420449ddf13eec3044d422918b51ef5621/dkms.in,
+# deprecated() and safe_source(); the same in Debian 12's dkms 3.0.10). It
+# writes to stderr, but output captured with 2>&1 has it among the module lines
+# (tests/fixtures/dkms/status-dkms3-two-modules.txt). It says nothing about a
+# module's state, yet names the module's path: it is no module line, and no
+# trouble, on either stream.
+_DKMS_DEPRECATED = re.compile(r'^Deprecated feature: ')
 
 Check = t.Dict[str, t.Any]
 
@@ -148,6 +158,11 @@ def _nvidia_checks(facts: dict[str, t.Any]) -> list[Check]:
     ]
 
 
+def _dkms_lines(text: t.Any) -> list[str]:
+    """The lines of `dkms status` output, without DKMS's deprecation warnings."""
+    return [line for line in str(text or '').splitlines() if not _DKMS_DEPRECATED.match(line)]
+
+
 def _neuron_checks(facts: dict[str, t.Any], dkms: dict[str, t.Any], skip: dict[str, str]) -> list[Check]:
     neuron = _dict(facts.get('neuron'))
     count = len(neuron.get('devices') or [])
@@ -165,9 +180,9 @@ def _neuron_checks(facts: dict[str, t.Any], dkms: dict[str, t.Any], skip: dict[s
         checks.append(_check('neuron_dkms', 'host', 'skip', 'skipped: %s' % skip.get('neuron_dkms', '')))
         return checks
     rc = dkms.get('rc', 127)
-    lines = [line for line in str(dkms.get('stdout') or '').splitlines() if 'neuron' in line]
+    lines = [line for line in _dkms_lines(dkms.get('stdout')) if 'neuron' in line]
     bad = ([line for line in lines if ': installed' not in line]
-           + [line for line in str(dkms.get('stderr') or '').splitlines() if _DKMS_TROUBLE.search(line)])
+           + [line for line in _dkms_lines(dkms.get('stderr')) if _DKMS_TROUBLE.search(line)])
     versions = _DKMS_VERSION.findall(' '.join(lines))
     version = versions[0] if versions else None
     stale = bool(driver and version and driver != version)

@@ -22,8 +22,10 @@ H200 = json.loads((FIXTURES / 'facts' / 'h200-real-run.json').read_text())['ansi
 H200_REPORT = json.loads((FIXTURES / 'validation' / 'h200-validate.json').read_text())
 # The report of validate.yml on a real H100 with Docker 20.10.24 and the toolkit (every layer passes).
 H100_REPORT = json.loads((FIXTURES / 'hardware' / 'h100-2026-11-24' / 'validation.json').read_text())
-# `dkms status` of Debian 12's DKMS 3.0.10 (tests/fixtures/dkms/README.md); its last two lines are the modules.
+# `dkms status` of Debian 12's DKMS 3.0.10 (tests/fixtures/dkms/README.md): DKMS's deprecation warning about the
+# module's dkms.conf, then the modules.
 DKMS_STATUS = (FIXTURES / 'dkms' / 'status-dkms3-two-modules.txt').read_text()
+DKMS_DEPRECATED = DKMS_STATUS.splitlines()[0]
 DKMS_NEURON_INSTALLED = DKMS_STATUS.splitlines()[1] + '\n'
 
 # What the role's probe gets from sh when there is no docker binary.
@@ -72,7 +74,7 @@ def inf1_facts(driver=None):
 
 
 def dkms(stdout='', rc=0, stderr=''):
-    return {'changed': False, 'rc': rc, 'stdout': stdout, 'stderr': stderr}
+    return {'changed': False, 'rc': rc, 'stdout': stdout.strip(), 'stderr': stderr.strip()}
 
 
 def by_name(checks):
@@ -221,6 +223,33 @@ def test_the_inf1_with_a_clean_dkms_passes():
 def test_dkms(result, status, detail):
     check = by_name(judge(inf1_facts('2.27.4.0'), layers=['host'], dkms=result))['neuron_dkms']
     assert (check['status'], check['detail']) == (status, detail)
+
+
+def test_dkms_deprecation_warnings_are_not_modules():
+    # The fixture as DKMS 3.0.10 printed it, its REMAKE_INITRD warning first, on stdout or on stderr (deprecated()
+    # writes to stderr; a capture with 2>&1 has it among the modules).
+    assert DKMS_DEPRECATED.startswith('Deprecated feature: REMAKE_INITRD (/var/lib/dkms/aws-neuronx/')
+    clean = 'dkms status is clean: aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: installed'
+    for result in (dkms(DKMS_STATUS), dkms(DKMS_STATUS.replace(DKMS_DEPRECATED + '\n', ''), stderr=DKMS_DEPRECATED)):
+        check = by_name(judge(inf1_facts('2.27.4.0'), layers=['host'], dkms=result))['neuron_dkms']
+        assert (check['status'], check['detail']) == ('pass', clean)
+        assert check['measured'] == {'dkms': ['aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: installed'],
+                                     'dkms_version': '2.27.4.0'}
+
+
+@pytest.mark.parametrize('module_line', [
+    # DKMS 3's own lines for a module added but not built, and built but not installed
+    # (tests/fixtures/dkms/status-dkms3-added.txt and status-dkms3-built-and-diff.txt).
+    'aws-neuronx/2.27.4.0: added',
+    'aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: built',
+])
+def test_a_module_not_installed_fails_among_deprecation_warnings(module_line):
+    stdout = DKMS_STATUS.replace(DKMS_NEURON_INSTALLED.strip(), module_line)
+    assert stdout.splitlines()[0] == DKMS_DEPRECATED and module_line in stdout.splitlines()
+    check = by_name(judge(inf1_facts('2.27.4.0'), layers=['host'], dkms=dkms(stdout)))['neuron_dkms']
+    assert (check['status'], check['detail']) == (
+        'fail', 'dkms status is not clean: %s: install the headers of the running kernel and rebuild' % module_line)
+    assert check['measured'] == {'dkms': [module_line], 'dkms_version': '2.27.4.0'}
 
 
 def test_dkms_skipped_on_an_unchanged_node_says_why():
