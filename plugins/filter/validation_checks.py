@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""The judgement of the accel.nodes.accelerator_validation role: the engine
-it found, the checks of every layer, the report and its messages, from the
-accelerator facts and what the role's probes returned. Documented in
-validation_engine.yml, validation_checks.yml, validation_report.yml,
-validation_summary.yml and validation_failure.yml next to this file."""
+"""The judgement of the accel.nodes.accelerator_validation role: what its one
+accel.nodes.node_probe run asks, the engine it found, the checks of every
+layer, the report and its messages, from the accelerator facts and the probes'
+answers. Documented in validation_probe.yml, validation_engine.yml,
+validation_checks.yml, validation_report.yml, validation_summary.yml and
+validation_failure.yml next to this file."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ _DKMS_TROUBLE = re.compile(r'(?i)error|warning|broken')
 # module's state, yet names the module's path: it is no module line, and no
 # trouble, on either stream.
 _DKMS_DEPRECATED = re.compile(r'^Deprecated feature: ')
+
+# What the role's accel.nodes.node_probe run asks, by name. node_probe answers
+# exit status 127 for a program it does not find, as sh did.
+DOCKER_INFO = ['docker', 'info', '--format', '{{json .}}']
+DKMS_STATUS = ['dkms', 'status']
 
 Check = t.Dict[str, t.Any]
 
@@ -62,11 +68,33 @@ def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]
             for layer in LAYERS if layer not in layers or layer in skip]
 
 
-def _docker_info(result: dict[str, t.Any]) -> tuple[bool, dict[str, t.Any]]:
-    """(missing, info) from the registered result of `sh -c 'exec docker info --format "{{json .}}"'`: missing when
-    the command was skipped or sh found no docker (127), info {} when the daemon did not answer."""
+def validation_probe(facts: dict[str, t.Any], layers: list[str] | None = None, skip: dict[str, str] | None = None,
+                     nvidia_config_path: str = '/etc/nvidia-container-runtime/config.toml', image: str = '',
+                     check_mode: bool = False) -> dict[str, t.Any]:
+    """The commands and paths of the role's one accel.nodes.node_probe run, for the layers that run: docker info for
+    the runtime and container layers, dkms status for Neuron's host layer, the toolkit's config.toml for NVIDIA's
+    container layer, and in check mode, which pulls nothing, whether the image is on the node."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError('validation_probe: needs the accelerator facts (ansible_facts.accelerators) as a dict')
+    skip = _dict(skip)
+    run = [layer for layer in (LAYERS if layers is None else layers) if layer not in skip]
+    vendors = list(facts.get('vendors') or [])
+    commands: dict[str, list[str]] = {}
+    if 'runtime' in run or 'container' in run:
+        commands['docker_info'] = list(DOCKER_INFO)
+    if 'container' in run and check_mode and image:
+        commands['image'] = ['docker', 'image', 'inspect', '--format', '{{.Id}}', image]
+    if 'host' in run and 'neuron' in vendors and 'neuron_dkms' not in skip:
+        commands['dkms'] = list(DKMS_STATUS)
+    paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
+    return {'commands': commands, 'paths': paths, 'ask': bool(commands or paths)}
+
+
+def _docker_info(result: dict[str, t.Any] | None) -> tuple[bool, dict[str, t.Any]]:
+    """(missing, info) from node_probe's answer to `docker info --format "{{json .}}"`: missing when it was not asked
+    (None, or a skipped result) or found no docker (127), info {} when the daemon did not answer."""
     result = _dict(result)
-    missing = bool(result.get('skipped')) or result.get('rc') == 127
+    missing = not result or bool(result.get('skipped')) or result.get('rc') == 127
     stdout = str(result.get('stdout') or '')
     info: dict[str, t.Any] = {}
     if not missing and result.get('rc') == 0 and stdout.startswith('{'):
@@ -105,7 +133,7 @@ def validation_engine(docker_info: dict[str, t.Any], neuron_mode: str = 'auto',
 def host_checks(facts: dict[str, t.Any], cuda: dict[str, t.Any] | None = None, dkms: dict[str, t.Any] | None = None,
                 skip: dict[str, str] | None = None) -> list[Check]:
     """The host layer: any accelerator, then NVIDIA's (with the checks of accel.nodes.nvidia_cuda_check), then
-    Neuron's (with `dkms status`)."""
+    Neuron's (with node_probe's answer to `dkms status`)."""
     vendors = list(facts.get('vendors') or [])
     checks = [_check(
         'accelerators_present', 'host', 'pass' if vendors else 'fail',
@@ -318,6 +346,7 @@ class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
+            'validation_probe': validation_probe,
             'validation_engine': validation_engine,
             'validation_checks': validation_checks,
             'validation_report': validation_report,
