@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""The judgement of the accel.nodes.accelerator_validation role: the engine
-it found, the checks of every layer, the report and its messages, from the
-accelerator facts and what the role's probes returned. Documented in
-validation_engine.yml, validation_checks.yml, validation_report.yml,
-validation_summary.yml and validation_failure.yml next to this file."""
+"""The judgement of the accel.nodes.accelerator_validation role: what its one
+accel.nodes.node_probe run asks, the engine it found, the checks of every
+layer, the report and its messages, from the accelerator facts and the probes'
+answers. Documented in validation_probe.yml, validation_engine.yml,
+validation_checks.yml, validation_report.yml, validation_summary.yml and
+validation_failure.yml next to this file."""
 
 from __future__ import annotations
 
@@ -23,6 +24,21 @@ LAYERS = ('host', 'runtime', 'container')
 # "aws-neuronx, 2.27.4.0, ..." (DKMS 2); tests/fixtures/dkms/README.md.
 _DKMS_VERSION = re.compile(r'/([0-9][^,:]*)')
 _DKMS_TROUBLE = re.compile(r'(?i)error|warning|broken')
+# DKMS 3 warns about a dkms.conf variable it no longer honours each time it
+# reads the file, status included: safe_source() calls deprecated(), which
+# prints "Deprecated feature: REMAKE_INITRD (/var/lib/dkms/<module>/<version>/source/dkms.conf)"
+# (https://github.com/dell/dkms/blob/001a6c420449ddf13eec3044d422918b51ef5621/dkms.in,
+# deprecated() and safe_source(); the same in Debian 12's dkms 3.0.10). It
+# writes to stderr, but output captured with 2>&1 has it among the module lines
+# (tests/fixtures/dkms/status-dkms3-two-modules.txt). It says nothing about a
+# module's state, yet names the module's path: it is no module line, and no
+# trouble, on either stream.
+_DKMS_DEPRECATED = re.compile(r'^Deprecated feature: ')
+
+# What the role's accel.nodes.node_probe run asks, by name. node_probe answers
+# exit status 127 for a program it does not find, as sh did.
+DOCKER_INFO = ['docker', 'info', '--format', '{{json .}}']
+DKMS_STATUS = ['dkms', 'status']
 
 Check = t.Dict[str, t.Any]
 
@@ -52,11 +68,33 @@ def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]
             for layer in LAYERS if layer not in layers or layer in skip]
 
 
-def _docker_info(result: dict[str, t.Any]) -> tuple[bool, dict[str, t.Any]]:
-    """(missing, info) from the registered result of `sh -c 'exec docker info --format "{{json .}}"'`: missing when
-    the command was skipped or sh found no docker (127), info {} when the daemon did not answer."""
+def validation_probe(facts: dict[str, t.Any], layers: list[str] | None = None, skip: dict[str, str] | None = None,
+                     nvidia_config_path: str = '/etc/nvidia-container-runtime/config.toml', image: str = '',
+                     check_mode: bool = False) -> dict[str, t.Any]:
+    """The commands and paths of the role's one accel.nodes.node_probe run, for the layers that run: docker info for
+    the runtime and container layers, dkms status for Neuron's host layer, the toolkit's config.toml for NVIDIA's
+    container layer, and in check mode, which pulls nothing, whether the image is on the node."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError('validation_probe: needs the accelerator facts (ansible_facts.accelerators) as a dict')
+    skip = _dict(skip)
+    run = [layer for layer in (LAYERS if layers is None else layers) if layer not in skip]
+    vendors = list(facts.get('vendors') or [])
+    commands: dict[str, list[str]] = {}
+    if 'runtime' in run or 'container' in run:
+        commands['docker_info'] = list(DOCKER_INFO)
+    if 'container' in run and check_mode and image:
+        commands['image'] = ['docker', 'image', 'inspect', '--format', '{{.Id}}', image]
+    if 'host' in run and 'neuron' in vendors and 'neuron_dkms' not in skip:
+        commands['dkms'] = list(DKMS_STATUS)
+    paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
+    return {'commands': commands, 'paths': paths, 'ask': bool(commands or paths)}
+
+
+def _docker_info(result: dict[str, t.Any] | None) -> tuple[bool, dict[str, t.Any]]:
+    """(missing, info) from node_probe's answer to `docker info --format "{{json .}}"`: missing when it was not asked
+    (None, or a skipped result) or found no docker (127), info {} when the daemon did not answer."""
     result = _dict(result)
-    missing = bool(result.get('skipped')) or result.get('rc') == 127
+    missing = not result or bool(result.get('skipped')) or result.get('rc') == 127
     stdout = str(result.get('stdout') or '')
     info: dict[str, t.Any] = {}
     if not missing and result.get('rc') == 0 and stdout.startswith('{'):
@@ -95,7 +133,7 @@ def validation_engine(docker_info: dict[str, t.Any], neuron_mode: str = 'auto',
 def host_checks(facts: dict[str, t.Any], cuda: dict[str, t.Any] | None = None, dkms: dict[str, t.Any] | None = None,
                 skip: dict[str, str] | None = None) -> list[Check]:
     """The host layer: any accelerator, then NVIDIA's (with the checks of accel.nodes.nvidia_cuda_check), then
-    Neuron's (with `dkms status`)."""
+    Neuron's (with node_probe's answer to `dkms status`)."""
     vendors = list(facts.get('vendors') or [])
     checks = [_check(
         'accelerators_present', 'host', 'pass' if vendors else 'fail',
@@ -148,6 +186,11 @@ def _nvidia_checks(facts: dict[str, t.Any]) -> list[Check]:
     ]
 
 
+def _dkms_lines(text: t.Any) -> list[str]:
+    """The lines of `dkms status` output, without DKMS's deprecation warnings."""
+    return [line for line in str(text or '').splitlines() if not _DKMS_DEPRECATED.match(line)]
+
+
 def _neuron_checks(facts: dict[str, t.Any], dkms: dict[str, t.Any], skip: dict[str, str]) -> list[Check]:
     neuron = _dict(facts.get('neuron'))
     count = len(neuron.get('devices') or [])
@@ -165,9 +208,9 @@ def _neuron_checks(facts: dict[str, t.Any], dkms: dict[str, t.Any], skip: dict[s
         checks.append(_check('neuron_dkms', 'host', 'skip', 'skipped: %s' % skip.get('neuron_dkms', '')))
         return checks
     rc = dkms.get('rc', 127)
-    lines = [line for line in str(dkms.get('stdout') or '').splitlines() if 'neuron' in line]
+    lines = [line for line in _dkms_lines(dkms.get('stdout')) if 'neuron' in line]
     bad = ([line for line in lines if ': installed' not in line]
-           + [line for line in str(dkms.get('stderr') or '').splitlines() if _DKMS_TROUBLE.search(line)])
+           + [line for line in _dkms_lines(dkms.get('stderr')) if _DKMS_TROUBLE.search(line)])
     versions = _DKMS_VERSION.findall(' '.join(lines))
     version = versions[0] if versions else None
     stale = bool(driver and version and driver != version)
@@ -303,6 +346,7 @@ class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
+            'validation_probe': validation_probe,
             'validation_engine': validation_engine,
             'validation_checks': validation_checks,
             'validation_report': validation_report,

@@ -13,7 +13,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_checks import (
-    FilterModule, validation_checks, validation_engine, validation_failure, validation_report, validation_summary)
+    FilterModule, validation_checks, validation_engine, validation_failure, validation_probe, validation_report,
+    validation_summary)
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import validation_container_plan
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures'
@@ -22,22 +23,27 @@ H200 = json.loads((FIXTURES / 'facts' / 'h200-real-run.json').read_text())['ansi
 H200_REPORT = json.loads((FIXTURES / 'validation' / 'h200-validate.json').read_text())
 # The report of validate.yml on a real H100 with Docker 20.10.24 and the toolkit (every layer passes).
 H100_REPORT = json.loads((FIXTURES / 'hardware' / 'h100-2026-11-24' / 'validation.json').read_text())
-# `dkms status` of Debian 12's DKMS 3.0.10 (tests/fixtures/dkms/README.md); its last two lines are the modules.
+# `dkms status` of Debian 12's DKMS 3.0.10 (tests/fixtures/dkms/README.md): DKMS's deprecation warning about the
+# module's dkms.conf, then the modules.
 DKMS_STATUS = (FIXTURES / 'dkms' / 'status-dkms3-two-modules.txt').read_text()
+DKMS_DEPRECATED = DKMS_STATUS.splitlines()[0]
 DKMS_NEURON_INSTALLED = DKMS_STATUS.splitlines()[1] + '\n'
 
-# What the role's probe gets from sh when there is no docker binary.
-NO_DOCKER = {'changed': False, 'rc': 127, 'stdout': '', 'stderr': 'sh: 1: exec: docker: not found'}
-NOT_ANSWERING = {'changed': False, 'rc': 1, 'stdout': '',
-                 'stderr': 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n'}
+# What accel.nodes.node_probe answers (commands) when there is no docker binary, and when the daemon is down.
+NO_DOCKER = {'rc': 127, 'stdout': '', 'stderr': 'docker: command not found'}
+NOT_ANSWERING = {'rc': 1, 'stdout': '',
+                 'stderr': 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?'}
+# A registered result of a skipped task (accel.nodes.nvidia_cuda_check on a node without NVIDIA).
 SKIPPED = {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'}
+# A question the role's node_probe run did not ask has no answer.
+NOT_ASKED = None
 
 
 def docker_info(version='20.10.24+dfsg1', default='runc', runtimes=('io.containerd.runc.v2', 'nvidia', 'runc')):
-    """The registered result of `docker info --format '{{json .}}'`, with the keys the role reads."""
+    """node_probe's answer to `docker info --format '{{json .}}'`, with the keys the role reads."""
     info = {'ServerVersion': version, 'DefaultRuntime': default, 'CgroupDriver': 'systemd',
             'Runtimes': {name: {'path': name} for name in runtimes}}
-    return {'changed': False, 'rc': 0, 'stdout': json.dumps(info), 'stderr': ''}
+    return {'rc': 0, 'stdout': json.dumps(info), 'stderr': ''}
 
 
 def h100_facts():
@@ -72,7 +78,8 @@ def inf1_facts(driver=None):
 
 
 def dkms(stdout='', rc=0, stderr=''):
-    return {'changed': False, 'rc': rc, 'stdout': stdout, 'stderr': stderr}
+    """node_probe's answer to `dkms status`, which strips surrounding white space."""
+    return {'rc': rc, 'stdout': stdout.strip(), 'stderr': stderr.strip()}
 
 
 def by_name(checks):
@@ -88,7 +95,7 @@ def judge(facts, info=None, **kwargs):
 
 
 def test_the_h200_without_docker_gets_its_real_report_back():
-    checks = judge(H200, layers=['host', 'runtime', 'container'], skip={}, cuda=SKIPPED, dkms=SKIPPED)
+    checks = judge(H200, layers=['host', 'runtime', 'container'], skip={}, cuda=SKIPPED, dkms=NOT_ASKED)
     assert checks == H200_REPORT['checks']
     report = validation_report(checks, H200, validation_engine(NO_DOCKER), host='localhost',
                                timestamp=H200_REPORT['timestamp'], ansible_core='2.19.14')
@@ -98,7 +105,7 @@ def test_the_h200_without_docker_gets_its_real_report_back():
 def test_the_h100_with_docker_passes_the_host_and_runtime_layers_as_it_did():
     cuda = {'changed': False, 'checks': [c for c in H100_REPORT['checks'] if c['name'] in ('cuda', 'nvidia_uvm')]}
     info = docker_info(default='nvidia', runtimes=('io.containerd.runc.v2', 'io.containerd.runtime.v1.linux', 'nvidia', 'runc'))
-    checks = judge(h100_facts(), info, layers=['host', 'runtime'], cuda=cuda, dkms=SKIPPED)
+    checks = judge(h100_facts(), info, layers=['host', 'runtime'], cuda=cuda, dkms=NOT_ASKED)
     real = [c for c in H100_REPORT['checks'] if c['layer'] != 'container']
     assert checks == [{'name': 'container', 'layer': 'container', 'status': 'skip',
                        'detail': 'skipped: not in accelerator_validation_layers', 'measured': {}}] + real
@@ -107,12 +114,50 @@ def test_the_h100_with_docker_passes_the_host_and_runtime_layers_as_it_did():
     assert report == H100_REPORT
 
 
+DOCKER_INFO = ['docker', 'info', '--format', '{{json .}}']
+CONFIG = '/etc/nvidia-container-runtime/config.toml'
+
+
+@pytest.mark.parametrize('facts, kwargs, commands, paths', [
+    # The P3 and the inf1 of the site scenario, every layer.
+    (p3_facts(), {}, {'docker_info': DOCKER_INFO}, [CONFIG]),
+    (inf1_facts(), {}, {'docker_info': DOCKER_INFO, 'dkms': ['dkms', 'status']}, []),
+    # An unchanged node (playbooks/site.yml): no container layer, no dkms.
+    (inf1_facts(), {'skip': {'container': 'unchanged', 'neuron_dkms': 'unchanged'}}, {'docker_info': DOCKER_INFO}, []),
+    (p3_facts(), {'skip': {'container': 'unchanged', 'neuron_dkms': 'unchanged'}}, {'docker_info': DOCKER_INFO}, []),
+    # The host layer alone asks nothing for NVIDIA (accel.nodes.nvidia_cuda_check covers it), dkms for Neuron.
+    (p3_facts(), {'layers': ['host']}, {}, []),
+    (inf1_facts(), {'layers': ['host']}, {'dkms': ['dkms', 'status']}, []),
+    (p3_facts(), {'layers': ['runtime']}, {'docker_info': DOCKER_INFO}, []),
+    # No accelerator: Docker still answers for the runtime layer.
+    ({'vendors': []}, {}, {'docker_info': DOCKER_INFO}, []),
+    # Check mode pulls nothing: it asks whether the image is on the node, when there is one to run.
+    (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'nvidia_config_path': '/opt/toolkit.toml'},
+     {'docker_info': DOCKER_INFO, 'image': ['docker', 'image', 'inspect', '--format', '{{.Id}}', 'accel-test/busybox:1']},
+     ['/opt/toolkit.toml']),
+    (p3_facts(), {'check_mode': True, 'image': ''}, {'docker_info': DOCKER_INFO}, [CONFIG]),
+    (p3_facts(), {'check_mode': False, 'image': 'accel-test/busybox:1'}, {'docker_info': DOCKER_INFO}, [CONFIG]),
+    (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'layers': ['host', 'runtime']},
+     {'docker_info': DOCKER_INFO}, []),
+])
+def test_what_the_one_probe_asks(facts, kwargs, commands, paths):
+    assert validation_probe(facts, **kwargs) == {'commands': commands, 'paths': paths, 'ask': bool(commands or paths)}
+
+
+def test_a_probe_that_asks_nothing_does_not_run():
+    assert validation_probe(p3_facts(), ['host', 'runtime'], {'runtime': 'asked to'})['ask'] is False
+    with pytest.raises(AnsibleFilterError, match='validation_probe: needs the accelerator facts'):
+        validation_probe(None)
+
+
 def test_engine_state_for_the_container_plan():
     assert validation_engine(docker_info(default='nvidia')) == {
         'present': True, 'answers': True, 'version': '20.10.24+dfsg1', 'runtimes': ['io.containerd.runc.v2', 'nvidia', 'runc'],
         'default_runtime': 'nvidia', 'neuron_mode': 'device'}
     assert validation_engine(NO_DOCKER) == {'present': False, 'answers': False, 'version': None, 'runtimes': [],
                                             'default_runtime': None, 'neuron_mode': 'device'}
+    assert validation_engine(NOT_ASKED)['present'] is False
+    assert validation_engine({})['present'] is False
     assert validation_engine(SKIPPED)['present'] is False
     assert validation_engine(NOT_ANSWERING)['present'] is True
     assert validation_engine(NOT_ANSWERING)['answers'] is False
@@ -131,7 +176,7 @@ def test_neuron_mode(mode, runtimes, resolved):
 
 
 def test_the_p3_passes_every_host_and_runtime_check():
-    checks = by_name(judge(p3_facts(), docker_info(), layers=['host', 'runtime'], cuda=SKIPPED, dkms=SKIPPED))
+    checks = by_name(judge(p3_facts(), docker_info(), layers=['host', 'runtime'], cuda=SKIPPED, dkms=NOT_ASKED))
     assert checks['accelerators_present']['detail'] == 'found nvidia'
     assert checks['accelerators_present']['measured'] == {'vendors': ['nvidia'], 'instance_type': 'p3.8xlarge', 'problems': []}
     assert checks['nvidia_gpus_present'] == {'name': 'nvidia_gpus_present', 'layer': 'host', 'status': 'pass',
@@ -203,7 +248,7 @@ def test_the_inf1_with_a_clean_dkms_passes():
 
 
 @pytest.mark.parametrize('result, status, detail', [
-    (dkms(rc=127, stderr='sh: 1: exec: dkms: not found'), 'fail',
+    (dkms(rc=127, stderr='dkms: command not found'), 'fail',
      'dkms is not installed: install aws-neuronx-dkms (accel.nodes.neuron_driver)'),
     (dkms(''), 'fail', 'dkms status lists no neuron module: install aws-neuronx-dkms (accel.nodes.neuron_driver)'),
     (dkms('aws-neuronx/2.27.4.0, 6.1.0-99-cloud-amd64, x86_64: built\n'), 'fail',
@@ -223,10 +268,37 @@ def test_dkms(result, status, detail):
     assert (check['status'], check['detail']) == (status, detail)
 
 
+def test_dkms_deprecation_warnings_are_not_modules():
+    # The fixture as DKMS 3.0.10 printed it, its REMAKE_INITRD warning first, on stdout or on stderr (deprecated()
+    # writes to stderr; a capture with 2>&1 has it among the modules).
+    assert DKMS_DEPRECATED.startswith('Deprecated feature: REMAKE_INITRD (/var/lib/dkms/aws-neuronx/')
+    clean = 'dkms status is clean: aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: installed'
+    for result in (dkms(DKMS_STATUS), dkms(DKMS_STATUS.replace(DKMS_DEPRECATED + '\n', ''), stderr=DKMS_DEPRECATED)):
+        check = by_name(judge(inf1_facts('2.27.4.0'), layers=['host'], dkms=result))['neuron_dkms']
+        assert (check['status'], check['detail']) == ('pass', clean)
+        assert check['measured'] == {'dkms': ['aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: installed'],
+                                     'dkms_version': '2.27.4.0'}
+
+
+@pytest.mark.parametrize('module_line', [
+    # DKMS 3's own lines for a module added but not built, and built but not installed
+    # (tests/fixtures/dkms/status-dkms3-added.txt and status-dkms3-built-and-diff.txt).
+    'aws-neuronx/2.27.4.0: added',
+    'aws-neuronx/2.27.4.0, 6.18.44-fc-v782, x86_64: built',
+])
+def test_a_module_not_installed_fails_among_deprecation_warnings(module_line):
+    stdout = DKMS_STATUS.replace(DKMS_NEURON_INSTALLED.strip(), module_line)
+    assert stdout.splitlines()[0] == DKMS_DEPRECATED and module_line in stdout.splitlines()
+    check = by_name(judge(inf1_facts('2.27.4.0'), layers=['host'], dkms=dkms(stdout)))['neuron_dkms']
+    assert (check['status'], check['detail']) == (
+        'fail', 'dkms status is not clean: %s: install the headers of the running kernel and rebuild' % module_line)
+    assert check['measured'] == {'dkms': [module_line], 'dkms_version': '2.27.4.0'}
+
+
 def test_dkms_skipped_on_an_unchanged_node_says_why():
     reason = 'the node is unchanged since the run of 2026-11-24T06:00:00Z: accel.nodes.validate runs it'
     checks = judge(inf1_facts(), layers=['host', 'runtime', 'container'], skip={'container': reason, 'neuron_dkms': reason},
-                   dkms=SKIPPED)
+                   dkms=NOT_ASKED)
     assert [(c['name'], c['status']) for c in checks if c['status'] == 'skip'][:2] == [('container', 'skip'), ('neuron_dkms', 'skip')]
     assert by_name(checks)['neuron_dkms'] == {'name': 'neuron_dkms', 'layer': 'host', 'status': 'skip',
                                               'detail': 'skipped: ' + reason, 'measured': {}}
@@ -237,7 +309,7 @@ def test_neuron_ls_failure_and_a_missing_device():
     facts = inf1_facts()
     facts['sources']['neuron_ls'] = 'missing'
     facts['neuron']['devices'] = facts['neuron']['devices'][:3]
-    checks = by_name(judge(facts, layers=['host'], dkms=SKIPPED))
+    checks = by_name(judge(facts, layers=['host'], dkms=NOT_ASKED))
     assert checks['neuron_ls']['detail'] == ('neuron-ls: missing: install aws-neuronx-tools and load the neuron module '
                                              '(accel.nodes.neuron_driver)')
     assert checks['neuron_devices_present']['status'] == 'fail'
@@ -337,5 +409,5 @@ def test_bad_input_says_what_is_wrong():
 
 
 def test_the_filters_are_exported():
-    assert set(FilterModule().filters()) == {'validation_engine', 'validation_checks', 'validation_report',
-                                             'validation_summary', 'validation_failure'}
+    assert set(FilterModule().filters()) == {'validation_probe', 'validation_engine', 'validation_checks',
+                                             'validation_report', 'validation_summary', 'validation_failure'}
