@@ -31,7 +31,7 @@ DOCKER_INFO = {
     'Runtimes': {'io.containerd.runc.v2': {'path': 'runc'}, 'io.containerd.runtime.v1.linux': {'path': 'runc'},
                  'runc': {'path': 'runc'}},
     'DefaultRuntime': 'runc',
-    'CgroupDriver': 'systemd',
+    'CgroupDriver': 'cgroupfs',
 }
 
 DOCKER_DOWN = ('Cannot connect to the Docker daemon at unix:///var/run/docker.sock. '

@@ -32,7 +32,7 @@ def test_a_fresh_install_is_enabled_started_and_its_configuration_kept(node):
     assert second['changed'] is False
     # Converged: one systemctl show and one docker info, and containerd's files are only looked at.
     assert node.verbs() == ['systemctl show', 'docker info']
-    assert second['cgroup_driver'] == 'systemd'
+    assert second['cgroup_driver'] == 'cgroupfs'
 
 
 def test_a_file_changed_since_docker_started_is_not_kept_and_runtimes_it_lacks_ask_for_a_restart(node):
@@ -162,7 +162,7 @@ def test_installed_packages_go_on_as_before(node):
     assert result['missing_packages'] == []
     assert result['started'] == ['containerd.service', 'docker.service']
     assert result['last_good'] == ['containerd', 'docker']
-    assert result['cgroup_driver'] == 'systemd'
+    assert result['cgroup_driver'] == 'cgroupfs'
     # Removed with its configuration kept: dpkg still lists it, as config-files.
     with node.dpkg_status.open('a') as status:
         status.write('\nPackage: containerd\nStatus: deinstall ok config-files\nVersion: 1.6.20~ds1-1+b1\n')
@@ -188,8 +188,9 @@ def test_a_node_without_dpkg_or_rpm_fails_and_says_why(node):
 
 def test_the_cgroup_driver_is_what_docker_info_says_and_null_where_docker_does_not_answer(node):
     node.boot('containerd.service', 'docker.service')
-    node.docker_info['CgroupDriver'] = 'cgroupfs'
-    assert node.run(engines=['docker'])['cgroup_driver'] == 'cgroupfs'
+    # Docker 20.10 and later on the unified cgroup hierarchy (cgroup v2).
+    node.docker_info['CgroupDriver'] = 'systemd'
+    assert node.run(engines=['docker'])['cgroup_driver'] == 'systemd'
     node.docker_answers = False
     assert node.run(engines=['docker'])['cgroup_driver'] is None
     node.calls.clear()
