@@ -10,7 +10,7 @@ module: engine_state
 short_description: Keep Docker and containerd enabled and running, and keep the configuration they run with as the last known good one
 version_added: 0.2.0
 description:
-  - B(Packages.) With O(packages), first reads whether they are installed: from the dpkg status file
+  - B(Packages.) With O(packages), first reads whether they are installed, from the dpkg status file
     (C(/var/lib/dpkg/status)) where there is one, otherwise with one C(rpm -q). No apt or dnf runs. When one is
     missing, the module does nothing more and returns them in RV(missing_packages), for the caller to install
     them and run it again without O(packages).
