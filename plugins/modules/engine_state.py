@@ -10,19 +10,25 @@ module: engine_state
 short_description: Keep Docker and containerd enabled and running, and keep the configuration they run with as the last known good one
 version_added: 0.2.0
 description:
+  - B(Packages.) With O(packages), first reads whether they are installed, from the dpkg status file
+    (C(/var/lib/dpkg/status)) where there is one, otherwise with one C(rpm -q). No apt or dnf runs. When one is
+    missing, the module does nothing more and returns them in RV(missing_packages), for the caller to install
+    them and run it again without O(packages).
   - For each engine in O(engines), containerd first, makes sure its systemd unit is enabled and, with O(live), started.
     A unit that systemd does not know fails the module, with O(missing_hint) appended to the message.
   - With O(live), keeps the configuration each engine runs with as its last known good one, which
     M(accel.nodes.engine_restart) puts back when a changed configuration keeps the engine from starting.
-  - B(Docker.) When C(daemon.json) is what Docker was last seen running with, nothing more is read. Otherwise
-    Docker reads C(daemon.json) when it starts, so a file older than the running daemon is the one it runs with,
-    and it is kept. A file changed since is compared with C(docker info). A runtime registration (or
+  - B(Docker.) A running Docker is asked C(docker info) once, which gives RV(cgroup_driver). When C(daemon.json)
+    is what Docker was last seen running with, nothing more is read. Otherwise Docker reads C(daemon.json) when it
+    starts, so a file older than the running daemon is the one it runs with, and it is kept. A file changed since
+    is compared with what C(docker info) said. A runtime registration (or
     C(default-runtime)) that Docker does not run with yet is a change whose restart never happened, for example
     in a run that failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
     Other edits are left for the user to apply, since a restart stops running containers; RV(messages) says so.
   - B(containerd.) The files under O(containerd_dir) are kept, as a tar and the digest of the files, when none is
     newer than the running daemon and the digest changed.
-  - One C(systemctl show) answers for every unit; a converged node needs nothing more.
+  - One C(systemctl show) answers for every unit, and one C(docker info) for Docker; a converged node needs nothing
+    more.
 author:
   - accel.nodes maintainers (@accel-nodes)
 extends_documentation_fragment:
@@ -49,6 +55,15 @@ options:
         (C(systemctl is-enabled), C(systemctl enable), which work without a running systemd) and keeps nothing.
     type: bool
     default: true
+  packages:
+    description:
+      - Packages the engines need. Where one is not installed, nothing is enabled, started or kept, and
+        RV(missing_packages) names it.
+      - A name is looked up as it is given. On dpkg a name with a version (V(docker-ce=5:27.3.1-1~debian.12~bookworm))
+        or a virtual package always counts as missing, so that the package manager decides.
+    type: list
+    elements: str
+    default: []
   missing_hint:
     description:
       - Text appended to the failure message when a unit is not installed, to say what to do.
@@ -59,6 +74,12 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Find the engine packages that are missing; where none is, enable and start Docker
+  accel.nodes.engine_state:
+    engines: [docker]
+    packages: [docker.io, python3-requests]
+  register: docker_engine_state
+
 - name: Enable and start Docker, and keep the daemon.json it runs with
   accel.nodes.engine_state:
     engines: [docker]
@@ -73,6 +94,22 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+missing_packages:
+  description:
+    - The O(packages) that are not installed, in the order given. When there is one, nothing else was done and
+      the other lists are empty.
+  returned: always
+  type: list
+  elements: str
+  sample: [docker.io, python3-requests]
+cgroup_driver:
+  description:
+    - The cgroup driver Docker runs with (C(CgroupDriver) of C(docker info)), V(systemd) or V(cgroupfs). Null when
+      Docker is not among the O(engines), O(live) is V(false), or Docker is not running or does not answer (as in
+      check mode before it would be started).
+  returned: always
+  type: str
+  sample: systemd
 enabled:
   description: The units that were (or, in check mode, would be) enabled.
   returned: always
@@ -115,14 +152,37 @@ messages:
 """
 
 import os
+import re
 from typing import Dict, List
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 from ansible_collections.accel.nodes.plugins.module_utils import _engine
 from ansible_collections.accel.nodes.plugins.module_utils import _files
 from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
 from ansible_collections.accel.nodes.plugins.module_utils._engine import UNITS, Host
+
+
+def missing_packages(host: Host, names: List[str]) -> List[str]:
+    """The names of packages that are not installed, in the order given: from dpkg's status file
+    where there is one (only Status "installed" counts), otherwise from one rpm -q."""
+    if not names:
+        return []
+    status = _dpkg.read_status(_dpkg.STATUS_FILE)
+    if status is not None:
+        packages = _dpkg.parse_status(status)
+        return [n for n in names if packages.get(n, {}).get('status') != 'installed']
+    rpm = host.module.get_bin_path('rpm')
+    if not rpm:
+        host.module.fail_json(msg='Cannot tell which packages are installed: this node has neither %s nor rpm.'
+                              % _dpkg.STATUS_FILE)
+    # rpm -q says "package NAME is not installed" on stdout for each one missing, and exits with their count.
+    rc_, out, err = host.run([rpm, '-q'] + names)
+    absent = set(re.findall(r'^package (.+) is not installed$', out, re.M))
+    if rc_ != 0 and not absent:
+        host.module.fail_json(msg='rpm -q failed (rc %d): %s' % (rc_, (err or out).strip()))
+    return [n for n in names if n in absent]
 
 
 def missing(host: Host, units: List[str], hint: str) -> None:
@@ -183,11 +243,13 @@ def main_pid(props: Dict[str, str]) -> int:
 
 
 def docker_last_good(host: Host, pid: int, result: Dict) -> None:
-    """Keep the daemon.json Docker runs with, or find the runtimes it does not run with yet."""
-    if host.docker_in_sync() or pid == 0:
-        return
-    info = host.docker_info()
+    """Keep the daemon.json Docker runs with, or find the runtimes it does not run with yet;
+    and say which cgroup driver it runs with."""
+    info = host.docker_info() if pid else None
     if info is None:
+        return
+    result['cgroup_driver'] = info.get('CgroupDriver') or None
+    if host.docker_in_sync():
         return
     path = host.daemon_json
     started = host.started(pid)
@@ -236,6 +298,7 @@ def main() -> None:
         argument_spec=dict(
             engines=dict(type='list', elements='str', required=True, choices=['docker', 'containerd']),
             live=dict(type='bool', default=True),
+            packages=dict(type='list', elements='str', default=[]),
             missing_hint=dict(type='str', default=''),
             **_engine.PATH_OPTIONS
         ),
@@ -244,7 +307,10 @@ def main() -> None:
     p = module.params
     host = Host(module, p['config_path'], p['containerd_dir'], p['state_dir'])
     engines = [e for e in _engine.ENGINE_ORDER if e in p['engines']]
-    result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], restart=[], messages=[])
+    result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], restart=[], messages=[],
+                        missing_packages=missing_packages(host, p['packages']), cgroup_driver=None)
+    if result['missing_packages']:
+        module.exit_json(changed=False, **result)
     if p['live']:
         units = enable_and_start(host, engines, p['missing_hint'], result)
         for engine in engines:

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 from ansible_collections.accel.nodes.plugins.module_utils._engine import Host
 from ansible_collections.accel.nodes.plugins.modules import engine_restart, engine_state
 
@@ -30,6 +31,7 @@ DOCKER_INFO = {
     'Runtimes': {'io.containerd.runc.v2': {'path': 'runc'}, 'io.containerd.runtime.v1.linux': {'path': 'runc'},
                  'runc': {'path': 'runc'}},
     'DefaultRuntime': 'runc',
+    'CgroupDriver': 'cgroupfs',
 }
 
 DOCKER_DOWN = ('Cannot connect to the Docker daemon at unix:///var/run/docker.sock. '
@@ -91,6 +93,9 @@ class FakeNode:
         self.docker_info: Optional[dict] = None
         self.docker_answers = True
         self.calls: List[List[str]] = []
+        # What rpm -q finds, on a node without dpkg's status file: {name: NEVRA}.
+        self.rpm: Optional[Dict[str, str]] = None
+        self.dpkg_status = root / 'var' / 'lib' / 'dpkg' / 'status'
 
     # time
 
@@ -157,6 +162,12 @@ class FakeNode:
             if self.docker_info is None or not self.docker_answers:
                 return 1, '', DOCKER_DOWN
             return 0, json.dumps(self.docker_info) + '\n', ''
+        if tool == '/usr/bin/rpm':
+            # rpm -q prints each package's NEVRA, or "package NAME is not installed" (on stdout), and exits with
+            # the count of those missing (rpm 4.16, EL 9).
+            assert args[0] == '-q'
+            lines = [self.rpm.get(n, 'package %s is not installed' % n) for n in args[1:]]
+            return len([n for n in args[1:] if n not in self.rpm]), ''.join(line + '\n' for line in lines), ''
         if tool == 'ctr':
             return (0, 'Client:\n  Version:  1.6.20~ds1\n', '') if self.units['containerd.service'].pid else (
                 1, '', 'ctr: failed to dial "/run/containerd/containerd.sock": connection refused\n')
@@ -205,6 +216,9 @@ def engine_node(tmp_path, monkeypatch, module_in_tmp):
     monkeypatch.setattr(Host, 'clock', staticmethod(fake.clock))
     monkeypatch.setattr(Host, 'sleep', staticmethod(fake.sleep))
     monkeypatch.setattr(Host, 'started', staticmethod(fake.started))
+    monkeypatch.setattr(_dpkg, 'STATUS_FILE', str(fake.dpkg_status))
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path',
+                        lambda module, name, *a, **kw: '/usr/bin/rpm' if name == 'rpm' and fake.rpm is not None else None)
     mains = {'restart': module_in_tmp(engine_restart.main), 'state': module_in_tmp(engine_state.main)}
 
     def run(which='state', **args):

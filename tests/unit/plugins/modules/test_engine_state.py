@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from pathlib import Path
 
 USER = {'storage-driver': 'vfs', 'log-driver': 'json-file'}
+# dpkg status files of the Molecule scenario neuron's node (tests/fixtures/neuron/README.md): docker.io is not
+# installed yet after prepare.yml, and is after converge.yml; runc is in neither.
+FIXTURES = Path(__file__).parents[3] / 'fixtures' / 'neuron'
 NVIDIA = {'nvidia': {'path': '/usr/bin/nvidia-container-runtime'}}
 
 
@@ -25,8 +30,9 @@ def test_a_fresh_install_is_enabled_started_and_its_configuration_kept(node):
     node.calls.clear()
     second = node.run()
     assert second['changed'] is False
-    # Converged: one systemctl show, and containerd's files are only looked at.
-    assert node.verbs() == ['systemctl show']
+    # Converged: one systemctl show and one docker info, and containerd's files are only looked at.
+    assert node.verbs() == ['systemctl show', 'docker info']
+    assert second['cgroup_driver'] == 'cgroupfs'
 
 
 def test_a_file_changed_since_docker_started_is_not_kept_and_runtimes_it_lacks_ask_for_a_restart(node):
@@ -135,3 +141,64 @@ def test_a_new_file_is_only_kept_once_older_than_the_daemon(node):
     os.utime(node.daemon_json, (node.now - 100, node.now - 100))
     assert node.run(engines=['docker'])['last_good'] == ['docker']
     assert not (node.state_dir / 'daemon.json.last-good-was-absent').exists()
+
+
+def test_missing_packages_are_returned_and_nothing_is_done(node):
+    node.dpkg_status.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / 'dpkg-status-inf1-prepared', node.dpkg_status)
+    node.units['docker.service'].installed = False
+    result = node.run(engines=['docker'], packages=['docker.io', 'adduser'])
+    assert result['changed'] is False and 'failed' not in result
+    assert result['missing_packages'] == ['docker.io']
+    assert result['enabled'] == [] and result['started'] == [] and result['cgroup_driver'] is None
+    assert node.calls == []
+
+
+def test_installed_packages_go_on_as_before(node):
+    node.dpkg_status.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / 'dpkg-status-inf1-converged', node.dpkg_status)
+    node.touch(node.daemon_json, json.dumps(USER))
+    result = node.run(packages=['docker.io', 'adduser'])
+    assert result['missing_packages'] == []
+    assert result['started'] == ['containerd.service', 'docker.service']
+    assert result['last_good'] == ['containerd', 'docker']
+    assert result['cgroup_driver'] == 'cgroupfs'
+    # Removed with its configuration kept: dpkg still lists it, as config-files.
+    with node.dpkg_status.open('a') as status:
+        status.write('\nPackage: containerd\nStatus: deinstall ok config-files\nVersion: 1.6.20~ds1-1+b1\n')
+    assert node.run(packages=['docker.io', 'containerd'])['missing_packages'] == ['containerd']
+
+
+def test_rpm_says_which_packages_are_missing(node):
+    node.rpm = {'docker-ce': 'docker-ce-27.3.1-1.el9.x86_64', 'docker-ce-cli': 'docker-ce-cli-27.3.1-1.el9.x86_64'}
+    result = node.run(packages=['docker-ce', 'docker-ce-cli', 'containerd.io'])
+    assert result['missing_packages'] == ['containerd.io'] and result['started'] == []
+    assert node.calls == [['/usr/bin/rpm', '-q', 'docker-ce', 'docker-ce-cli', 'containerd.io']]
+    node.rpm['containerd.io'] = 'containerd.io-1.7.22-3.1.el9.x86_64'
+    assert node.run(packages=['docker-ce', 'docker-ce-cli', 'containerd.io'])['started'] == [
+        'containerd.service', 'docker.service']
+
+
+def test_a_node_without_dpkg_or_rpm_fails_and_says_why(node):
+    result = node.run(packages=['docker'])
+    assert result['failed'] is True
+    assert result['msg'] == ('Cannot tell which packages are installed: this node has neither %s nor rpm.'
+                             % node.dpkg_status)
+
+
+def test_the_cgroup_driver_is_what_docker_info_says_and_null_where_docker_does_not_answer(node):
+    node.boot('containerd.service', 'docker.service')
+    # Docker 20.10 and later on the unified cgroup hierarchy (cgroup v2).
+    node.docker_info['CgroupDriver'] = 'systemd'
+    assert node.run(engines=['docker'])['cgroup_driver'] == 'systemd'
+    node.docker_answers = False
+    assert node.run(engines=['docker'])['cgroup_driver'] is None
+    node.calls.clear()
+    assert node.run(engines=['containerd'])['cgroup_driver'] is None
+    assert node.verbs() == ['systemctl show']
+
+
+def test_check_mode_before_docker_starts_has_no_cgroup_driver(node):
+    result = node.run(_ansible_check_mode=True)
+    assert result['started'] == ['containerd.service', 'docker.service'] and result['cgroup_driver'] is None
+    assert 'docker info' not in node.verbs()
