@@ -18,7 +18,13 @@ cd "$top"
 scenario=$1 role=$2 base=${3:-}
 out=$top/build/bench-rerun
 rm -rf "$out" && mkdir -p "$out"
-eph=$(find "$HOME/.ansible/tmp" -maxdepth 1 -type d -name "molecule.*.$scenario" | head -1)
+# Molecule's state of this scenario whose inventory holds this prefix's nodes:
+# other agents' nodes of the same scenario have their own.
+eph=
+for dir in "$HOME"/.ansible/tmp/molecule.*."$scenario"; do
+  if grep -qs -- "${ACCEL_NODE_PREFIX:?set ACCEL_NODE_PREFIX}-$scenario" "$dir"/inventory/*; then eph=$dir; break; fi
+done
+[ -n "$eph" ] || { echo "no converged $scenario nodes of prefix $ACCEL_NODE_PREFIX: converge first" >&2; exit 1; }
 export PATH=$top/.venv/bin:$PATH MOLECULE_PROJECT_DIRECTORY=$top ANSIBLE_CONFIG=$eph/ansible.cfg \
   MOLECULE_SCENARIO_DIRECTORY=$top/molecule/$scenario \
   ACCEL_REPOS_DIR=$top/build/repos ANSIBLE_NOCOLOR=1 PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=none
