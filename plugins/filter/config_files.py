@@ -7,6 +7,7 @@ Documented in toml_settings_in_place.yml and docker_runtime_in_place.yml next to
 
 from __future__ import annotations
 
+import json
 import typing as t
 
 from ansible.errors import AnsibleFilterError
@@ -29,6 +30,12 @@ def _text(seen: t.Any, name: str) -> t.Optional[str]:
     return seen['text']
 
 
+def _plain(value: t.Any) -> t.Any:
+    """value as the module receives it, through JSON: ansible-core 2.19 hands templated strings to a filter as
+    tagged str subclasses, which the TOML writer does not take for strings."""
+    return json.loads(json.dumps(value))
+
+
 class _Unknown(Exception):
     """Only the module can tell: a file that is not text, or that the probe did not read."""
 
@@ -38,6 +45,7 @@ def toml_settings_in_place(seen: t.Any, settings: t.Any, remove: t.Any = (), sta
     (create true; its mode is not judged). False where it would, where it would fail, and where only it can tell."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError('toml_settings_in_place: settings must be a dict')
+    settings, remove = _plain(settings), _plain(list(remove or ()))
     try:
         text = _text(seen, 'toml_settings_in_place')
     except _Unknown:
@@ -65,8 +73,8 @@ def docker_runtime_in_place(seen: t.Any, name: str, path: t.Optional[str] = None
     except _Unknown:
         return False
     try:
-        dummy, after = rc.docker_runtime_text(before, name, path, list(runtime_args or ()), default, cdi, state,
-                                              seen.get('path') or rc.DOCKER_CONFIG)
+        dummy, after = rc.docker_runtime_text(before, _plain(name), _plain(path), _plain(list(runtime_args or ())),
+                                              default, cdi, state, seen.get('path') or rc.DOCKER_CONFIG)
     except rc.ConfigError:
         return False
     return after == before

@@ -7,6 +7,7 @@ that the module would change nothing. Each case runs the module in check mode be
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from ansible_collections.accel.nodes.plugins.filter.config_files import docker_runtime_in_place, \
     toml_settings_in_place
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
+from ansible_collections.accel.nodes.plugins.module_utils._toml import TomlDocument, apply_settings
 from ansible_collections.accel.nodes.plugins.modules import container_runtime, toml_settings
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures' / 'toml'
@@ -97,3 +99,30 @@ def test_booleans_templated_as_text_mean_what_they_say(tmp_path):
     seen = _node_probe.describe(str(path))
     assert docker_runtime_in_place(seen, 'nvidia', NVIDIA, default='True') is True
     assert docker_runtime_in_place(seen, 'nvidia', NVIDIA, default='False') is False
+
+
+def test_values_templated_by_ansible_are_taken_as_the_module_takes_them(tmp_path):
+    """ansible-core 2.19 passes templated strings to filters as tagged str subclasses: the role's own settings,
+    templated, must find the file the module wrote with them in place."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    try:
+        from ansible.template import trust_as_template
+    except ImportError:  # ansible-core 2.18
+        def trust_as_template(value):
+            return value
+    # Variables as a role's YAML files hold them (role_files.load trusts them, as Ansible does).
+    templar = Templar(loader=DataLoader(), variables=dict(
+        (k, trust_as_template(v)) for k, v in {'mode': 'cdi', 'ldconfig': '@/sbin/ldconfig', 'rt': NVIDIA}.items()))
+    settings = templar.template(trust_as_template(
+        "{{ {'nvidia-container-runtime.mode': mode, 'nvidia-container-cli.ldconfig': ldconfig} }}"))
+    config = tmp_path / 'config.toml'
+    config.write_text((FIXTURES / 'nvidia-container-toolkit-1.17.6.toml').read_text(encoding='utf-8'))
+    doc = TomlDocument(config.read_text())
+    apply_settings(doc, json.loads(json.dumps(settings)), 'present')  # as the module receives them
+    config.write_text(doc.text())
+    assert toml_settings_in_place(_node_probe.describe(str(config)), settings) is True
+    daemon = tmp_path / 'daemon.json'
+    daemon.write_text('{"runtimes": {"nvidia": {"path": "%s"}}}\n' % NVIDIA)
+    assert docker_runtime_in_place(_node_probe.describe(str(daemon)), templar.template(trust_as_template('nvidia')),
+                                   templar.template(trust_as_template('{{ rt }}'))) is True
