@@ -158,6 +158,9 @@ def hook_package(accelerators: Optional[Mapping], installed: Optional[Packages],
         'at_pin': at_pin,
         'held': bool(current) and current.get('selection') == 'hold',
         'others': others,
+        # Nothing for the package tasks to do: at the pin, held where holds are wanted, no other family's.
+        'kept': at_pin and not others and (not settings.get('hold', True)
+                                           or (bool(current) and current.get('selection') == 'hold')),
     }
 
 

@@ -304,7 +304,11 @@ def test_the_converged_inf1_node_has_its_hook_at_the_pin_and_held(converged, sce
     text = (NEURON / 'dpkg-status-inf1-converged').read_text()
     installed = _node_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
     hook = neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings())
-    assert (hook['installed'], hook['at_pin'], hook['held'], hook['others']) == (True, True, True, [])
+    assert (hook['installed'], hook['at_pin'], hook['held'], hook['others'], hook['kept']) == (True, True, True, [], True)
+    # Unheld, it is kept only where holds are not wanted.
+    installed['aws-neuron-runtime-base']['selection'] = 'install'
+    assert neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings())['kept'] is False
+    assert neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings(hold=False))['kept'] is True
 
 
 def test_the_prepared_inf1_node_removes_the_other_familys_hook(scenario_facts):
@@ -312,7 +316,7 @@ def test_the_prepared_inf1_node_removes_the_other_familys_hook(scenario_facts):
     installed = _node_probe.parse_dpkg_status(text, ['^aws-neuron-runtime-base$', '^aws-neuronx-oci-hook$'])
     hook = neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], installed, hook_settings())
     assert hook['package'] == 'aws-neuron-runtime-base'
-    assert (hook['installed'], hook['at_pin'], hook['others']) == (False, False, ['aws-neuronx-oci-hook'])
+    assert (hook['installed'], hook['at_pin'], hook['others'], hook['kept']) == (False, False, ['aws-neuronx-oci-hook'], False)
     assert neuron.neuron_hook_package(scenario_facts['inf1.6xlarge'], None, hook_settings())['others'] == [
         'aws-neuronx-oci-hook']
 
