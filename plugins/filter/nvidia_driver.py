@@ -122,6 +122,9 @@ def nvidia_driver_decision(facts: t.Any, branch: t.Any = '580', version: t.Any =
     wants_fabric_manager = fabric_manager == 'always' or (fabric_manager == 'auto'
                                                           and _bool(nvswitch.get('present')))
     problems = [str(p) for p in (acc.get('problems') or [])]
+    # Where the facts hold nvidia-smi's answer (accel.nodes.accelerator_facts ran nvidia-smi -q -x, the only
+    # source of memory.total), the GPUs it listed; None where they do not, and the role asks nvidia-smi -L.
+    smi_ok = _dict(acc.get('sources')).get('nvidia_smi') == 'ok'
     decision = {
         'present': present,
         'reason': reason,
@@ -137,6 +140,7 @@ def nvidia_driver_decision(facts: t.Any, branch: t.Any = '580', version: t.Any =
         'bake': bake,
         'expected_gpus': max(len(gpus), _int(expected.get('count')) if expected_nvidia else 0),
         'pci_gpus': len(gpus),
+        'smi_gpus': sum(1 for g in gpus if g.get('memory_total_mib') is not None) if smi_ok else None,
         'instance_type': instance_type,
         'nouveau_bound': any(re.search('(?i)nouveau', p) for p in problems),
         'source': source,

@@ -337,3 +337,14 @@ def test_holds_already_in_place_skip_dpkg_holds_and_still_name_the_driver_packag
     plan = value(t, '__nvidia_driver_hold_plan')
     assert plan['change'] == ['nvidia-smi'] and plan['unknown'] == []
     assert value(t, '__nvidia_driver_owned') == ['cuda-drivers', 'libnvidia-ml1', 'nvidia-driver-pinning-580', 'nvidia-smi']
+
+
+@pytest.mark.parametrize('smi_source, asks', [('ok', False), ('rc 9', True), (None, True)])
+def test_the_probe_asks_nvidia_smi_only_where_the_facts_lack_its_answer(smi_source, asks):
+    facts = {'sources': {'nvidia_smi': smi_source}} if smi_source else None
+    t = render(host('Debian', '12.8', 'Debian'), {'smi_gpus': 4 if smi_source == 'ok' else None, 'pci_gpus': 4},
+               accelerators=facts, nvidia_driver_probe={'commands': {} if not asks else {
+                   'nvidia_smi': {'rc': 0, 'stdout': 'GPU 0: Tesla V100-SXM2-16GB (UUID: GPU-1)', 'stderr': ''}}})
+    assert value(t, '__nvidia_driver_ask_smi') is asks
+    assert value(t, '__nvidia_driver_smi_ran') is asks
+    assert int(value(t, '__nvidia_driver_smi_seen')) == (1 if asks else 4)

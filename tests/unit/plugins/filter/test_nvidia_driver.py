@@ -25,7 +25,7 @@ from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 FACTS = Path(__file__).parents[3] / 'fixtures' / 'facts'
 # Every key the role and playbooks/bake.yml read from nvidia_driver_decision.
 KEYS = {'present', 'reason', 'branch', 'version', 'kernel_module', 'volta', 'older_than_turing', 'blackwell',
-        'loaded_version', 'loaded_kernel_module', 'satisfied', 'bake', 'expected_gpus', 'pci_gpus',
+        'loaded_version', 'loaded_kernel_module', 'satisfied', 'bake', 'expected_gpus', 'pci_gpus', 'smi_gpus',
         'instance_type', 'nouveau_bound', 'source', 'fabric_manager', 'nvswitch_generation', 'nvlsm', 'summary'}
 
 
@@ -61,7 +61,7 @@ def test_h200_with_580_loaded_is_satisfied_and_uses_the_open_modules(h200):
     assert d['present'] and d['satisfied'] and d['kernel_module'] == 'open'
     assert (d['volta'], d['older_than_turing'], d['blackwell']) == (False, False, False)
     assert (d['loaded_version'], d['loaded_kernel_module'], d['branch']) == ('580.159.04', 'open', '580')
-    assert (d['pci_gpus'], d['expected_gpus']) == (1, 1)
+    assert (d['pci_gpus'], d['expected_gpus'], d['smi_gpus']) == (1, 1, 1)
     assert d['summary'] == ('1 NVIDIA GPU(s) on the PCI bus: driver 580.159.04 is loaded and satisfies branch 580, '
                             'nothing to change')
     assert nvidia_driver_input_errors(d) == []
@@ -385,3 +385,15 @@ def test_distro_versions_and_own_packages():
     own = nvidia_driver_packages(_decision(), 'apt', own_packages=['nvidia-driver-580-open'],
                                  pin_package='nvidia-driver-pinning-580', cuda_repo_packages={'open': ['nvidia-open']})
     assert own['pin'] == [] and own['driver'] == ['nvidia-driver-580-open']
+
+
+def test_smi_gpus_only_where_the_facts_hold_what_nvidia_smi_listed(h200, gathered):
+    """The role asks nvidia-smi -L itself where the facts did not run nvidia-smi (None), and counts a GPU that
+    nvidia-smi did not list (no memory.total) as unseen."""
+    assert nvidia_driver_decision(gathered('p3.16xlarge'))['smi_gpus'] is None  # gathered without nvidia_smi
+    lost = json.loads(json.dumps(h200))
+    lost['nvidia']['gpus'].append(dict(lost['nvidia']['gpus'][0], pci_bus_id='0000:19:00.0', memory_total_mib=None))
+    d = nvidia_driver_decision(lost)
+    assert (d['pci_gpus'], d['smi_gpus']) == (2, 1)
+    failed = dict(h200, sources=dict(h200['sources'], nvidia_smi='rc 9'))
+    assert nvidia_driver_decision(failed)['smi_gpus'] is None
