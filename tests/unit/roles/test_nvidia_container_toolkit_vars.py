@@ -49,3 +49,31 @@ def test_a_record_of_this_driver_needs_no_write():
 ])
 def test_any_difference_writes_the_record(record):
     assert kept(record) is False
+
+
+SPEC = '/etc/cdi/nvidia.yaml'
+STATE = '/var/lib/accel-nodes/nvidia-container-toolkit'
+
+
+def cdi_kept(spec=True, driver='580.95.05', live=True, record='580.95.05\n', state_mode='0755'):
+    variables = dict(load('nvidia_container_toolkit', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_container_toolkit', 'vars', 'main.yml'))
+    paths = {RECORD: probed(record), SPEC: dict(probed(None), exists=spec),
+             STATE: dict(probed(None, mode=state_mode), type='directory')}
+    variables.update(trusted({'nvidia_container_toolkit_driver_version': driver,
+                              'nvidia_container_toolkit_driver_bin_dirs': [],
+                              'nvidia_container_toolkit_cdi_spec_path': SPEC,
+                              'nvidia_container_toolkit_manage_service': live, 'ansible_connection': 'ssh',
+                              'nvidia_container_toolkit_probe': {'paths': paths}}))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(trust_as_template('{{ __nvidia_container_toolkit_cdi_kept }}'))
+
+
+def test_a_spec_generated_for_this_driver_skips_the_cdi_tasks():
+    assert cdi_kept() is True
+
+
+@pytest.mark.parametrize('change', [dict(spec=False), dict(driver='590.48.01'), dict(driver=''), dict(live=False),
+                                    dict(record='570.172.08\n'), dict(state_mode='0700')])
+def test_anything_the_cdi_tasks_would_do_or_say_includes_them(change):
+    assert cdi_kept(**change) is False
