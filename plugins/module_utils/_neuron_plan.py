@@ -120,17 +120,22 @@ def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], sett
     def unheld(names: List[str]) -> List[str]:
         return [n for n in names if not selections_known or have[n].get('selection') != 'hold']
 
+    headers_missing = [h for h in headers if not known or h not in have]
+    hold_packages = unheld([p['name'] for p in plan['packages'] if p['name'] in have]) \
+        if _bool(settings.get('hold_packages')) else []
+    hold_kernel = unheld(kernel_packages) if _bool(settings.get('hold_kernel')) else []
     return {
+        # Nothing for any package task to do.
+        'kept': not legacy and not headers_missing and at_pin and not hold_packages and not hold_kernel,
         'legacy': legacy,
         'headers': headers,
-        'headers_missing': [h for h in headers if not known or h not in have],
+        'headers_missing': headers_missing,
         'install': not at_pin,
         'moving': [p['name'] for p in plan['packages']
                    if p['name'] in have and not pin_matches(_str(have[p['name']].get('version')), p['version'], glob)],
         'kernel_packages': kernel_packages,
-        'hold_packages': unheld([p['name'] for p in plan['packages'] if p['name'] in have])
-        if _bool(settings.get('hold_packages')) else [],
-        'hold_kernel': unheld(kernel_packages) if _bool(settings.get('hold_kernel')) else [],
+        'hold_packages': hold_packages,
+        'hold_kernel': hold_kernel,
     }
 
 

@@ -181,9 +181,9 @@ def package_settings(**extra):
 def test_a_converged_node_has_nothing_left_to_do(converged, scenario_facts):
     plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings())
     actions = neuron.neuron_driver_packages(converged, plan, package_settings())
-    assert actions == {'legacy': [], 'headers': package_settings()['headers_packages'], 'headers_missing': [],
-                       'install': False, 'moving': [], 'kernel_packages': actions['kernel_packages'],
-                       'hold_packages': [], 'hold_kernel': []}
+    assert actions == {'kept': True, 'legacy': [], 'headers': package_settings()['headers_packages'],
+                       'headers_missing': [], 'install': False, 'moving': [],
+                       'kernel_packages': actions['kernel_packages'], 'hold_packages': [], 'hold_kernel': []}
     # The headers the role installed, and the kernel image prepare.yml installed, are held.
     assert {'linux-image-6.1.0-98-cloud-amd64', 'linux-headers-6.1.0-98-cloud-amd64',
             'linux-headers-6.1.0-99-cloud-amd64'} <= set(actions['kernel_packages'])
@@ -202,7 +202,9 @@ def test_a_released_hold_is_held_again_and_nothing_else(converged, scenario_fact
                                             plan, package_settings())
     assert actions['hold_packages'] == ['aws-neuronx-tools']
     assert actions['hold_kernel'] == ['linux-image-6.1.0-98-cloud-amd64']
-    assert actions['install'] is False
+    assert actions['install'] is False and actions['kept'] is False
+    assert neuron.neuron_driver_packages(_released(converged, 'linux-image-6.1.0-98-cloud-amd64'), plan,
+                                         package_settings(hold_kernel=False))['kept'] is True
     assert neuron.neuron_driver_packages(_released(converged, 'linux-image-6.1.0-98-cloud-amd64'), plan,
                                          package_settings(hold_kernel=False))['hold_kernel'] == []
 
@@ -214,6 +216,7 @@ def test_a_new_pin_installs_and_a_missing_header_is_installed(converged, scenari
     assert actions['install'] is True
     assert actions['moving'] == ['aws-neuronx-dkms']
     assert actions['headers_missing'] == ['linux-headers-cloud-amd64']
+    assert actions['kept'] is False
 
 
 def test_a_fresh_node_removes_the_legacy_package_and_installs_everything():
