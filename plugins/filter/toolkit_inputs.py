@@ -24,8 +24,8 @@ def nvidia_container_toolkit_input_errors(settings: t.Any, typed_keys: t.Any = (
                       'supports Debian, Ubuntu, EL and Amazon Linux; this host is %s (%s family). Install the '
                       'toolkit yourself and set nvidia_container_toolkit_install=false to only configure it.'
                       % (distribution, os_family))
-    ldconfig, runtime_debug, cli_debug = (str(settings.get(k) or '') for k in ('ldconfig', 'runtime_debug',
-                                                                                'cli_debug'))
+    names = ('ldconfig', 'runtime_debug', 'cli_debug')
+    ldconfig, runtime_debug, cli_debug = (str(settings.get(k) or '') for k in names)
     # An "@" prefix names ldconfig on the host (nvidia-container-toolkit v1.17.8 internal/config/cli.go,
     # ldconfigPath.isHostPath; its default is "@/sbin/ldconfig", internal/config/config.go); debug logs are files.
     if (ldconfig and not ldconfig.startswith('@/')) or (runtime_debug and not runtime_debug.startswith('/')) \
