@@ -29,20 +29,23 @@ _GONE = ('not-installed', 'config-files')
 
 
 def parse_status(text: Optional[str]) -> Dict[str, Dict[str, str]]:
-    """{name: {'selection': want, 'status': status}} for each stanza of the status
-    text. A Multi-Arch package listed once per architecture counts once; an
-    installed architecture wins over one that is gone."""
+    """{name: {'version': version, 'selection': want, 'status': status}} for each stanza
+    of the status text. A Multi-Arch package listed once per architecture counts once;
+    an installed architecture wins over one that is gone."""
     packages = {}  # type: Dict[str, Dict[str, str]]
     for stanza in re.split(r'\n\s*\n', text or ''):
         name = status = None
+        version = ''
         for line in stanza.splitlines():
             if line.startswith('Package:'):
                 name = line[8:].strip()
             elif line.startswith('Status:'):
                 status = line[7:].split()
+            elif line.startswith('Version:'):
+                version = line[8:].strip()
         if not name or not status or len(status) != 3:
             continue
-        entry = {'selection': status[0], 'status': status[2]}
+        entry = {'version': version, 'selection': status[0], 'status': status[2]}
         if name not in packages or packages[name]['status'] in _GONE:
             packages[name] = entry
     return packages

@@ -16,34 +16,20 @@ import re
 import stat
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-DPKG_STATUS = '/var/lib/dpkg/status'
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
+
+DPKG_STATUS = _dpkg.STATUS_FILE
 TEXT_LIMIT = 65536  # larger files are described, not read
 
 
 def parse_dpkg_status(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str, Any]]:
-    """{name: {version, selection, status}} of the packages dpkg knows whose name matches a pattern.
-
-    A stanza of /var/lib/dpkg/status says "Status: <want> <flag> <status>"; the want is
-    the dpkg selection (install, hold, deinstall, purge), the status "installed" for an
-    installed package, "config-files" for one removed but not purged (dpkg(1), "Package
-    states"). Packages in status not-installed are left out.
-    """
+    """{name: {version, selection, status}} of the packages dpkg knows whose name matches a pattern
+    (searched), as accel.nodes' one reader of dpkg's status file parses them (_dpkg.parse_status: the
+    selection is the "want" of "Status: <want> <flag> <status>"). Packages in status not-installed are
+    left out."""
     regexes = [re.compile(p) for p in patterns]
-    found = {}  # type: Dict[str, Dict[str, Any]]
-    for stanza in text.split('\n\n'):
-        fields = {}  # type: Dict[str, str]
-        for line in stanza.splitlines():
-            if line[:1] in (' ', '\t') or ':' not in line:
-                continue
-            key, _sep, value = line.partition(':')
-            fields[key] = value.strip()
-        name = fields.get('Package')
-        status = fields.get('Status', '').split()
-        if not name or len(status) != 3 or status[2] == 'not-installed':
-            continue
-        if any(r.search(name) for r in regexes):
-            found[name] = {'version': fields.get('Version', ''), 'selection': status[0], 'status': status[2]}
-    return found
+    return dict((name, entry) for name, entry in _dpkg.parse_status(text).items()
+                if entry['status'] != 'not-installed' and any(r.search(name) for r in regexes))
 
 
 def parse_rpm_query(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str, Any]]:

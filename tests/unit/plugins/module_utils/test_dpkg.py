@@ -34,13 +34,14 @@ Version: 580.95.05-1
 """
 
 
-def test_parse_status_keeps_the_selection_and_the_state():
+def test_parse_status_keeps_the_version_the_selection_and_the_state():
     packages = _dpkg.parse_status(STATUS)
     assert packages == {
-        'adduser': {'selection': 'install', 'status': 'installed'},
-        'libnvidia-compute-580': {'selection': 'hold', 'status': 'installed'},
-        'linux-image-6.1.0-27-cloud-amd64': {'selection': 'deinstall', 'status': 'config-files'},
-        'nvidia-kernel-dkms': {'selection': 'install', 'status': 'half-configured'},
+        'adduser': {'version': '3.134', 'selection': 'install', 'status': 'installed'},
+        'libnvidia-compute-580': {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'},
+        'linux-image-6.1.0-27-cloud-amd64': {'version': '6.1.115-1', 'selection': 'deinstall',
+                                             'status': 'config-files'},
+        'nvidia-kernel-dkms': {'version': '580.95.05-1', 'selection': 'install', 'status': 'half-configured'},
     }
 
 

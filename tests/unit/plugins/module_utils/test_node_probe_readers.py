@@ -33,6 +33,17 @@ def test_a_package_removed_without_purge_is_reported_as_config_files_and_a_purge
                      'aws-neuronx-tools': {'version': '2.29.18.0', 'selection': 'install', 'status': 'installed'}}
 
 
+def test_a_multi_arch_package_counts_once_with_its_installed_architecture():
+    """libcuda1 of Debian's non-free driver, amd64 installed, i386 left as configuration: one entry, the
+    installed one, as dpkg_holds and engine_state read the same file (_dpkg.parse_status)."""
+    text = ('Package: libcuda1\nStatus: install ok installed\nArchitecture: amd64\nMulti-Arch: same\n'
+            'Version: 535.216.01-1~deb12u1\n\n'
+            'Package: libcuda1\nStatus: deinstall ok config-files\nArchitecture: i386\nMulti-Arch: same\n'
+            'Version: 535.183.01-1~deb12u1\n')
+    assert _node_probe.parse_dpkg_status(text, ['^libcuda']) == {
+        'libcuda1': {'version': '535.216.01-1~deb12u1', 'selection': 'install', 'status': 'installed'}}
+
+
 def test_rpm_query_keeps_version_and_release_apart():
     out = ('aws-neuronx-dkms\t2.27.4.0\t1\nkernel-core\t6.1.102\t108.177.amzn2023\nbash\t5.2.15\t1.amzn2023\n'
            'garbage line\n')
