@@ -921,7 +921,7 @@ def _remove(table, path):
 
 
 class SettingsError(ValueError):
-    """A setting accel.nodes.toml_settings cannot apply; msg has a %(path)s placeholder."""
+    """A setting accel.nodes.toml_settings cannot apply, with the keys changed before it."""
 
     def __init__(self, msg, changed_keys):
         super(SettingsError, self).__init__(msg)
@@ -929,25 +929,23 @@ class SettingsError(ValueError):
         self.changed_keys = changed_keys
 
 
-def apply_settings(doc, settings, state):
-    """Set (state present) or remove (absent) each dotted key of settings in doc, as
+def apply_settings(doc, settings, state, path=''):
+    """Set (state present) or remove (absent) each dotted key of settings in doc, the file at path, as
     accel.nodes.toml_settings does; the keys that changed it. Raises SettingsError."""
     changed_keys = []
     for key, value in settings.items():
         try:
-            path = split_key(key)
+            keys = split_key(key)
         except TomlError as exc:
-            raise SettingsError(('settings key %r is not a TOML dotted key: %s. Quote a part that contains dots, '
-                                 'as in plugins."io.containerd.grpc.v1.cri".enable_cdi.'
-                                 % (key, exc.msg)).replace('%', '%%'), [])
+            raise SettingsError('settings key %r is not a TOML dotted key: %s. Quote a part that contains dots, '
+                                'as in plugins."io.containerd.grpc.v1.cri".enable_cdi.' % (key, exc.msg), [])
         try:
             if state == 'present' and value is None:
                 raise TomlError('TOML has no null value; to remove the key, use state=absent')
-            done = doc.set(path, value) if state == 'present' else doc.delete(path)
+            done = doc.set(keys, value) if state == 'present' else doc.delete(keys)
         except TomlError as exc:
             verb = 'set' if state == 'present' else 'remove'
-            raise SettingsError('Cannot %s %s in ' % (verb, key.replace('%', '%%')) + '%(path)s: '
-                                + str(exc).replace('%', '%%'), changed_keys)
+            raise SettingsError('Cannot %s %s in %s: %s' % (verb, key, path, exc), changed_keys)
         if done:
             changed_keys.append(key)
     return changed_keys

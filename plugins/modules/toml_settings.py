@@ -160,9 +160,9 @@ from ansible_collections.accel.nodes.plugins.module_utils._toml import SettingsE
 def edit(module, doc, settings, state):
     """Apply settings to doc; the keys that changed it."""
     try:
-        return apply_settings(doc, settings, state)
+        return apply_settings(doc, settings, state, module.params['path'])
     except SettingsError as exc:
-        module.fail_json(msg=exc.msg % dict(path=module.params['path']), changed_keys=exc.changed_keys)
+        module.fail_json(msg=exc.msg, changed_keys=exc.changed_keys)
 
 
 def main():
