@@ -195,18 +195,7 @@ def main() -> None:
     env = dict(_ENV, **dict((str(k), str(v)) for k, v in p['environment'].items()))
     result = dict(changed=False, package_manager='none', packages={})  # type: Dict[str, Any]
     if p['facts']:
-        # Imported here: the module runs from a zip, where every import is compiled on each run, and most
-        # probes ask for no facts (0.1 s of every such run, tests/benchmarks/README.md).
-        from ansible.module_utils.facts.system.distribution import DistributionFactCollector
-        from ansible.module_utils.facts.system.pkg_mgr import PkgMgrFactCollector
-        from ansible.module_utils.facts.system.platform import PlatformFactCollector
-        facts = {}  # type: Dict[str, Any]
-        facts.update(PlatformFactCollector().collect(module=module))
-        facts.update(DistributionFactCollector().collect(module=module))
-        # The package action reads pkg_mgr, and gathers it in a run of its own where it is missing.
-        facts.update(PkgMgrFactCollector().collect(module=module, collected_facts=dict(
-            ('ansible_' + k, v) for k, v in facts.items())))
-        result['ansible_facts'] = facts
+        result['ansible_facts'] = _node_probe.distribution_facts(module)
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])

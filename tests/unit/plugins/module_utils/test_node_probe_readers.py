@@ -92,3 +92,29 @@ def test_only_an_executable_regular_file_counts_links_followed(tmp_path):
     candidates = [str(tmp_path / 'missing'), str(plain), str(directory), str(link), str(runc)]
     assert _node_probe.first_executable(candidates) == str(link)
     assert _node_probe.first_executable(candidates[:3]) == ''
+
+
+def test_distribution_facts_import_only_the_collectors_they_call():
+    # A fresh interpreter, as a module run is: the facts package's __init__ (compat,
+    # default_collectors and every collector behind them) must not run, and the facts
+    # must still be setup's.
+    import json
+    import subprocess
+    import sys
+    code = ('import json, sys\n'
+            'from ansible_collections.accel.nodes.plugins.module_utils import _node_probe\n'
+            'class M:\n'
+            '    def get_bin_path(self, *a, **k): return None\n'
+            '    def run_command(self, *a, **k): return 1, "", ""\n'
+            'facts = _node_probe.distribution_facts(M())\n'
+            'loaded = sorted(m for m in sys.modules if m.startswith("ansible.module_utils.facts"))\n'
+            'print(json.dumps({"facts": facts, "loaded": loaded}, default=str))\n')
+    out = subprocess.run([sys.executable, '-c', code], check=True, capture_output=True, text=True,
+                         env=dict(os.environ)).stdout
+    answer = json.loads(out)
+    assert 'ansible.module_utils.facts.compat' not in answer['loaded']
+    assert 'ansible.module_utils.facts.default_collectors' not in answer['loaded']
+    assert 'ansible.module_utils.facts.hardware.linux' not in answer['loaded']
+    assert len(answer['loaded']) < 15, answer['loaded']
+    for key in ('os_family', 'distribution', 'distribution_major_version', 'architecture', 'kernel', 'pkg_mgr'):
+        assert key in answer['facts'], key
