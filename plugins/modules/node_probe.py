@@ -71,6 +71,20 @@ options:
     description: Variables to set for O(commands) and O(versions), on top of C(LANG=C) and C(LC_ALL=C).
     type: dict
     default: {}
+  directories:
+    description:
+      - Directories to list in RV(directories), such as C(/dev/char), whose links a role compares with what a
+        vendor tool would create.
+    type: list
+    elements: path
+    default: []
+  accelerators:
+    description:
+      - Gather the accelerator facts in this run, in RV(ansible_facts.accelerators), with these options of
+        M(accel.nodes.accelerator_facts) (the same names, types and defaults; V({}) takes every default). A role
+        that validates a node after changing it reads the fresh facts and its other answers in one run.
+      - Omitted, no accelerator facts are gathered.
+    type: dict
 seealso:
   - module: ansible.builtin.setup
   - module: ansible.builtin.package_facts
@@ -103,8 +117,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: With O(facts), the distribution and platform facts.
-  returned: when O(facts) is true
+  description:
+    - With O(facts), the distribution and platform facts.
+    - With O(accelerators), C(accelerators), the facts M(accel.nodes.accelerator_facts) returns.
+  returned: when O(facts) is true or O(accelerators) is given
   type: dict
   sample: {os_family: Debian, distribution: Debian, distribution_major_version: '12',
            distribution_release: bookworm, kernel: 6.1.0-28-cloud-amd64, architecture: x86_64}
@@ -145,6 +161,13 @@ commands:
   type: dict
   sample: {nvidia_smi: {rc: 0, stdout: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-f7fd6dbc-8ad6-aa8a-f328-14e34f337867)",
                         stderr: ""}}
+directories:
+  description:
+    - For each directory of O(directories), its entries by name, each with the target of a symbolic link, or null
+      for an entry that is not a link; null for a directory that cannot be listed.
+  returned: always
+  type: dict
+  sample: {/dev/char: {"195:0": ../nvidia0, "195:255": ../nvidiactl, "1:3": ../null}}
 """
 
 import os
@@ -171,6 +194,18 @@ def read_packages(module: AnsibleModule, patterns: list) -> tuple:
     return 'rpm', _node_probe.parse_rpm_query(out, patterns)
 
 
+def accelerator_facts(module: AnsibleModule, options: Dict[str, Any]) -> Dict[str, Any]:
+    """accel.nodes.accelerator_facts' facts, with its options checked as that module checks them."""
+    # Imported here: the module runs from a zip, where every import is compiled on each run, and most
+    # probes gather no accelerator facts.
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    from ansible_collections.accel.nodes.plugins.module_utils import _accelerators
+    checked = ArgumentSpecValidator(_accelerators.ARGUMENT_SPEC).validate(options)
+    if checked.error_messages:
+        module.fail_json(msg='accelerators: %s' % '; '.join(checked.error_messages))
+    return _accelerators.gather(module, checked.validated_parameters)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -181,6 +216,8 @@ def main() -> None:
             versions=dict(type='list', elements='str', default=[]),
             commands=dict(type='dict', default={}),
             environment=dict(type='dict', default={}),
+            directories=dict(type='list', elements='path', default=[]),
+            accelerators=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -196,11 +233,14 @@ def main() -> None:
     result = dict(changed=False, package_manager='none', packages={})  # type: Dict[str, Any]
     if p['facts']:
         result['ansible_facts'] = _node_probe.distribution_facts(module)
+    if p['accelerators'] is not None:
+        result.setdefault('ansible_facts', {})['accelerators'] = accelerator_facts(module, p['accelerators'])
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])
     result['executables'] = dict((name, _node_probe.first_executable([str(c) for c in (candidates or [])]))
                                  for name, candidates in p['executables'].items())
+    result['directories'] = dict((path, _node_probe.list_directory(path)) for path in p['directories'])
     result['versions'] = {}
     for name in p['versions']:
         path = result['executables'][name]

@@ -132,3 +132,41 @@ def test_a_directory_or_plain_file_on_the_path_is_not_the_program(tools):
 def test_commands_must_be_argv_lists(run_module, commands):
     result = run_module(node_probe.main, dict(commands=commands))
     assert result['failed'] and 'non-empty list of arguments' in result['msg']
+
+
+def test_accelerators_gathers_what_accelerator_facts_gathers_with_the_same_options(run_module, fact_roots, monkeypatch):
+    # The real H200's nvidia-smi capture, replayed by the double, under its fake sysfs tree.
+    from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
+    tests = Path(__file__).parents[3]
+    monkeypatch.setenv('ACCEL_NVIDIA_SMI_OUTPUT', str(tests / 'fixtures' / 'facts' / 'commands' / 'nvidia-smi' / 'h200-v13.xml'))
+    monkeypatch.setenv('ACCEL_NVIDIA_SMI_RC', '0')
+    options = dict(root=str(fact_roots / 'h200'), nvidia_smi_path=str(tests / 'doubles' / 'replay' / 'nvidia-smi'),
+                   instance_type='p5e.48xlarge')
+    alone = run_module(accelerator_facts.main, dict(options))['ansible_facts']['accelerators']
+    probed = run_module(node_probe.main, dict(accelerators=dict(options), commands={'true': ['true']}))
+    assert probed['ansible_facts'] == {'accelerators': alone}
+    assert probed['commands']['true']['rc'] == 0
+    assert alone['nvidia']['gpus'][0]['name'] == 'NVIDIA H200'
+    assert alone['problems']  # one GPU of a p5e's eight: the same problem both ways
+
+
+def test_accelerators_options_are_checked_as_accelerator_facts_checks_them(run_module):
+    result = run_module(node_probe.main, dict(accelerators=dict(gather=['pci', 'gpus'], colour='blue')))
+    assert result['failed']
+    assert result['msg'].startswith('accelerators: ')
+    assert 'gpus' in result['msg'] and 'colour' in result['msg']
+
+
+def test_without_accelerators_no_accelerator_facts(run_module):
+    assert 'ansible_facts' not in run_module(node_probe.main, dict(paths=['/']))
+
+
+def test_directories_list_entries_with_link_targets(run_module, tmp_path):
+    char = tmp_path / 'char'
+    char.mkdir()
+    (char / '195:0').symlink_to('../nvidia0')
+    (char / '195:255').symlink_to('../nvidiactl')
+    (char / 'plain').write_text('')
+    result = run_module(node_probe.main, dict(directories=[str(char), str(tmp_path / 'missing')]))
+    assert result['directories'] == {str(char): {'195:0': '../nvidia0', '195:255': '../nvidiactl', 'plain': None},
+                                     str(tmp_path / 'missing'): None}
