@@ -68,17 +68,20 @@ def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]
             for layer in LAYERS if layer not in layers or layer in skip]
 
 
-def validation_probe(facts: dict[str, t.Any], layers: list[str] | None = None, skip: dict[str, str] | None = None,
+def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = None, skip: dict[str, str] | None = None,
                      nvidia_config_path: str = '/etc/nvidia-container-runtime/config.toml', image: str = '',
-                     check_mode: bool = False) -> dict[str, t.Any]:
+                     check_mode: bool = False, refresh: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
     """The commands and paths of the role's one accel.nodes.node_probe run, for the layers that run: docker info for
     the runtime and container layers, dkms status for Neuron's host layer, the toolkit's config.toml for NVIDIA's
-    container layer, and in check mode, which pulls nothing, whether the image is on the node."""
-    if not isinstance(facts, dict):
+    container layer, and in check mode, which pulls nothing, whether the image is on the node. With refresh (the
+    options of accel.nodes.accelerator_facts, whose empty values are left out), the same run gathers the facts anew.
+    Provisioning does not change a node's vendors, which its PCI bus names, so the facts gathered before say which
+    questions to ask; without them, every vendor's are asked."""
+    if refresh is None and not isinstance(facts, dict):
         raise AnsibleFilterError('validation_probe: needs the accelerator facts (ansible_facts.accelerators) as a dict')
     skip = _dict(skip)
     run = [layer for layer in (LAYERS if layers is None else layers) if layer not in skip]
-    vendors = list(facts.get('vendors') or [])
+    vendors = list(facts.get('vendors') or []) if isinstance(facts, dict) else ['nvidia', 'neuron']
     commands: dict[str, list[str]] = {}
     if 'runtime' in run or 'container' in run:
         commands['docker_info'] = list(DOCKER_INFO)
@@ -87,7 +90,11 @@ def validation_probe(facts: dict[str, t.Any], layers: list[str] | None = None, s
     if 'host' in run and 'neuron' in vendors and 'neuron_dkms' not in skip:
         commands['dkms'] = list(DKMS_STATUS)
     paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
-    return {'commands': commands, 'paths': paths, 'ask': bool(commands or paths)}
+    questions: dict[str, t.Any] = {'commands': commands, 'paths': paths}
+    if refresh is not None:
+        questions['accelerators'] = dict((k, v) for k, v in _dict(refresh).items() if v not in (None, ''))
+    questions['ask'] = bool(commands or paths or refresh is not None)
+    return questions
 
 
 def _docker_info(result: dict[str, t.Any] | None) -> tuple[bool, dict[str, t.Any]]:

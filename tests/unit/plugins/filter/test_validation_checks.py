@@ -144,6 +144,20 @@ def test_what_the_one_probe_asks(facts, kwargs, commands, paths):
     assert validation_probe(facts, **kwargs) == {'commands': commands, 'paths': paths, 'ask': bool(commands or paths)}
 
 
+def test_a_refresh_gathers_the_facts_in_the_same_run_and_asks_for_the_vendors_the_facts_named():
+    options = {'root': '/', 'instance_type': '', 'nvidia_smi_path': None, 'neuron_ls_path': '/opt/neuron-ls'}
+    # After provisioning (site.yml): the vendors of the facts gathered before; empty options left out.
+    asked = validation_probe(p3_facts(), refresh=options)
+    assert asked == {'commands': {'docker_info': DOCKER_INFO}, 'paths': [CONFIG],
+                     'accelerators': {'root': '/', 'neuron_ls_path': '/opt/neuron-ls'}, 'ask': True}
+    # No facts yet (validate.yml on a fresh host): every vendor's questions.
+    assert validation_probe(None, refresh={})['commands'] == {'docker_info': DOCKER_INFO, 'dkms': ['dkms', 'status']}
+    assert validation_probe(None, refresh={})['paths'] == [CONFIG]
+    # Nothing else to ask: the run still gathers the facts.
+    assert validation_probe(None, ['host'], refresh={}, skip={'neuron_dkms': 'no'}) == {
+        'commands': {}, 'paths': [], 'accelerators': {}, 'ask': True}
+
+
 def test_a_probe_that_asks_nothing_does_not_run():
     assert validation_probe(p3_facts(), ['host', 'runtime'], {'runtime': 'asked to'})['ask'] is False
     with pytest.raises(AnsibleFilterError, match='validation_probe: needs the accelerator facts'):
