@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""Whether accel.nodes.toml_settings or accel.nodes.container_runtime (engine docker) would leave a file as
-it is, judged on the controller from the text accel.nodes.node_probe read, with the modules' own code.
-Documented in toml_settings_in_place.yml and docker_runtime_in_place.yml next to this file."""
+"""Whether accel.nodes.toml_settings, accel.nodes.container_runtime (engine docker) or
+accel.nodes.dev_char_symlinks would leave the node as it is, judged on the controller from what
+accel.nodes.node_probe read and ran, with the modules' own code. Documented in toml_settings_in_place.yml,
+docker_runtime_in_place.yml, dev_char_dry_run.yml and dev_char_symlinks_in_place.yml next to this file."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import typing as t
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.accel.nodes.plugins.module_utils import _dev_char
 from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
 from ansible_collections.accel.nodes.plugins.module_utils._toml import SettingsError, TomlDocument, TomlError, \
     apply_settings
@@ -80,7 +82,38 @@ def docker_runtime_in_place(seen: t.Any, name: str, path: t.Optional[str] = None
     return after == before
 
 
+def dev_char_dry_run(ctk_path: str, dev_char_path: str = '/dev/char', create_all: t.Any = True) -> list[str]:
+    """The argv of nvidia-ctk's dry run, as accel.nodes.dev_char_symlinks runs it, for node_probe's commands."""
+    return _dev_char.dry_run_argv(str(ctk_path), str(dev_char_path), boolean(create_all, strict=False))
+
+
+def dev_char_symlinks_in_place(probe: t.Any, udev_rule: str, ctk_path: str, state: str = 'present', links: t.Any = True,
+                               dev_char_path: str = '/dev/char', command: str = 'dev_char') -> bool:
+    """True where accel.nodes.dev_char_symlinks, with these options, would change nothing, judged from the
+    node_probe result that read udev_rule, listed dev_char_path, and ran the dry run (dev_char_dry_run) as
+    command. False where it would change something, warn of a link that points elsewhere, fail, and where
+    only it can tell."""
+    if not isinstance(probe, dict) or not isinstance(probe.get('paths'), dict):
+        raise AnsibleFilterError('dev_char_symlinks_in_place: needs the result of accel.nodes.node_probe')
+    present = state == 'present'
+    try:
+        before = _text(probe['paths'].get(udev_rule), 'dev_char_symlinks_in_place')
+    except _Unknown:
+        return False
+    if before != (_dev_char.udev_rule(str(ctk_path)) if present else None):
+        return False
+    if not present or not boolean(links, strict=False):
+        return True
+    ran = (probe.get('commands') or {}).get(command)
+    if not isinstance(ran, dict) or ran.get('rc') != 0:
+        return False
+    found = _dev_char.parse_links('%s\n%s' % (ran.get('stdout') or '', ran.get('stderr') or ''))
+    drift = _dev_char.link_drift(found, str(dev_char_path), (probe.get('directories') or {}).get(dev_char_path))
+    return not drift['missing'] and not drift['wrong']
+
+
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {'toml_settings_in_place': toml_settings_in_place, 'docker_runtime_in_place': docker_runtime_in_place}
+        return {'toml_settings_in_place': toml_settings_in_place, 'docker_runtime_in_place': docker_runtime_in_place,
+                'dev_char_dry_run': dev_char_dry_run, 'dev_char_symlinks_in_place': dev_char_symlinks_in_place}

@@ -102,39 +102,12 @@ created:
 """
 
 import os
-import re
 from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, parse_links, udev_rule
 from ansible_collections.accel.nodes.plugins.module_utils._files import read_text, update_file
-
-# NVIDIA's workaround, as its troubleshooting guide gives the rule (see seealso).
-_RULE = (
-    '# Managed by accel.nodes.nvidia_container_toolkit (nvidia_container_toolkit_dev_char_symlinks).\n'
-    "# Create /dev/char symlinks for the NVIDIA device nodes, so that systemd keeps them in containers' device cgroups.\n"
-    'ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="%s system create-dev-char-symlinks --create-all"\n')
-
-
-def udev_rule(ctk_path: str) -> str:
-    """The udev rule file's text."""
-    return _RULE % ctk_path
-
-
-# logrus text format, as nvidia-ctk 1.17.8 logs it to stderr:
-#   time="..." level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"
-_LINK = re.compile(r'Creating link (\S+) => (\S+?)"?$')
-
-
-def parse_links(output: str) -> Dict[str, str]:
-    """{link path: target} from the tool's `Creating link` lines, in order; other lines are ignored."""
-    links = {}  # type: Dict[str, str]
-    for line in output.splitlines():
-        m = _LINK.search(line.strip())
-        if m:
-            links[m.group(1)] = m.group(2)
-    return links
-
 
 def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
     """The links that do not exist at all (a dangling link exists: the tool would not replace it)."""
@@ -185,11 +158,8 @@ def main() -> None:
         result['udev_rule_changed'] = rule['changed']
         diffs.append(rule['diff'])
     if params['state'] == 'present' and params['links']:
-        argv = [params['ctk_path'], 'system', 'create-dev-char-symlinks',
-                '--dev-char-path=%s' % params['dev_char_path']]
-        if params['create_all']:
-            argv.append('--create-all')
-        links = parse_links(_run(module, argv + ['--dry-run']))
+        argv = dry_run_argv(params['ctk_path'], params['dev_char_path'], params['create_all'])
+        links = parse_links(_run(module, argv))
         created = missing_links(links)
         for path in wrong_links(links):
             module.warn('%s points to %s, not %s; it is left as it is' % (path, os.readlink(path), links[path]))
@@ -198,7 +168,7 @@ def main() -> None:
                           after=''.join('%s\n' % p for p in links),
                           before_header=params['dev_char_path'], after_header=params['dev_char_path']))
         if created and not module.check_mode:
-            output = _run(module, argv)
+            output = _run(module, argv[:-1])
             still = missing_links(links)
             if still:
                 module.fail_json(msg='nvidia-ctk did not create %s: %s' % (', '.join(still), output.strip()), **result)

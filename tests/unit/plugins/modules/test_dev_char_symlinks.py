@@ -182,3 +182,59 @@ def test_absent_removes_only_the_rule(run, tmp_path):
     assert result['changed'] is True and not rule.exists() and tool.calls == []
     assert run(tool, udev_rule=str(rule), state='absent')['changed'] is False
     assert run(tool, state='absent')['failed'] is True
+
+
+# dev_char_symlinks_in_place must agree with the module: the toolkit role skips the module where the filter,
+# fed by node_probe's answers (the rule file, the /dev/char listing and the dry run), says it would change
+# nothing. Each case runs the module in check mode beside the filter, on the same files and tool output.
+@pytest.mark.parametrize('case', ['converged', 'no links yet', 'one link missing', 'one link elsewhere', 'no rule yet',
+                                  'rule drifted', 'tool fails', 'no device nodes', 'links not wanted',
+                                  'absent with a rule', 'absent without a rule'])
+def test_the_in_place_filter_agrees_with_the_module(run, tmp_path, capfd, case):
+    from ansible_collections.accel.nodes.plugins.filter.config_files import dev_char_dry_run, \
+        dev_char_symlinks_in_place
+    from ansible_collections.accel.nodes.plugins.module_utils import _dev_char, _node_probe
+    char = tmp_path / 'char'
+    char.mkdir()
+    rule = tmp_path / 'rules.d' / '71-nvidia-dev-char.rules'
+    ctk = '/usr/bin/nvidia-ctk'
+    state = 'absent' if case.startswith('absent') else 'present'
+    links = case != 'links not wanted'
+    args = dict(dev_char_path=str(char), udev_rule=str(rule), state=state, links=links)
+    if case not in ('no links yet', 'no rule yet', 'absent without a rule'):
+        assert run(FakeTool(char), **dict(args, state='present'))['changed'] is True
+    if case == 'no rule yet':
+        run(FakeTool(char), dev_char_path=str(char))
+    if case == 'one link missing':
+        os.unlink(char / '195:1')
+    elif case == 'one link elsewhere':
+        os.unlink(char / '195:0')
+        os.symlink('/dev/somewhere', char / '195:0')
+    elif case == 'rule drifted':
+        rule.write_text(rule.read_text().replace('--create-all', ''))
+    tool = FakeTool(char, rc=1 if case == 'tool fails' else 0,
+                    dry_run_output='time="x" level=info msg="No NVIDIA devices found"\n' if case == 'no device nodes'
+                    else DRY_RUN)
+    argv = dev_char_dry_run(ctk, str(char), True)
+    assert argv == _dev_char.dry_run_argv(ctk, str(char), True) and argv[-1] == '--dry-run'
+    rc, out, err = tool(argv, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    probe = {'paths': {str(rule): _node_probe.describe(str(rule))},
+             'directories': {str(char): _node_probe.list_directory(str(char))},
+             'commands': {'dev_char': _node_probe.version_result(rc, out, err)}}
+    in_place = dev_char_symlinks_in_place(probe, str(rule), ctk, state=state, links=links, dev_char_path=str(char))
+    capfd.readouterr()
+    result = run(FakeTool(char, rc=tool.rc, dry_run_output=tool.output.replace(str(char) + '/', '/dev/char/')),
+                 _ansible_check_mode=True, **args)
+    warned = 'points to' in capfd.readouterr().err  # the module's warning of a link to elsewhere
+    quiet = not result.get('changed') and not result.get('failed') and not warned
+    assert in_place == quiet, (case, in_place, result)
+    assert in_place == (case in ('converged', 'no device nodes', 'links not wanted', 'absent without a rule'))
+
+
+def test_the_in_place_filter_needs_a_probe_that_read_the_rule():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.accel.nodes.plugins.filter.config_files import dev_char_symlinks_in_place
+    with pytest.raises(AnsibleFilterError, match='needs'):
+        dev_char_symlinks_in_place({'paths': {}}, '/etc/udev/rules.d/71-nvidia-dev-char.rules', '/usr/bin/nvidia-ctk')
+    with pytest.raises(AnsibleFilterError, match='node_probe'):
+        dev_char_symlinks_in_place(None, '/r', '/usr/bin/nvidia-ctk')

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""NVIDIA's /dev/char workaround, for accel.nodes.dev_char_symlinks and for the
+filter that judges from node_probe's answers whether that module would change
+anything: the udev rule's text, nvidia-ctk's dry run, and what it says.
+
+This file is private to the accel.nodes collection: its interface may change
+without notice, and code outside the collection must not import it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Optional
+
+# NVIDIA's workaround, as its troubleshooting guide gives the rule (dev_char_symlinks' seealso).
+_RULE = (
+    '# Managed by accel.nodes.nvidia_container_toolkit (nvidia_container_toolkit_dev_char_symlinks).\n'
+    "# Create /dev/char symlinks for the NVIDIA device nodes, so that systemd keeps them in containers' device cgroups.\n"
+    'ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="%s system create-dev-char-symlinks --create-all"\n')
+
+
+def udev_rule(ctk_path: str) -> str:
+    """The udev rule file's text."""
+    return _RULE % ctk_path
+
+
+# logrus text format, as nvidia-ctk 1.17.8 logs it to stderr:
+#   time="..." level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"
+_LINK = re.compile(r'Creating link (\S+) => (\S+?)"?$')
+
+
+def dry_run_argv(ctk_path: str, dev_char_path: str = '/dev/char', create_all: bool = True) -> List[str]:
+    """nvidia-ctk's dry run of create-dev-char-symlinks; without its last element, the real run."""
+    argv = [ctk_path, 'system', 'create-dev-char-symlinks', '--dev-char-path=%s' % dev_char_path]
+    if create_all:
+        argv.append('--create-all')
+    return argv + ['--dry-run']
+
+
+def parse_links(output: str) -> Dict[str, str]:
+    """{link path: target} from the tool's `Creating link` lines, in order; other lines are ignored."""
+    links = {}  # type: Dict[str, str]
+    for line in output.splitlines():
+        m = _LINK.search(line.strip())
+        if m:
+            links[m.group(1)] = m.group(2)
+    return links
+
+
+def link_drift(links: Dict[str, str], dev_char_path: str,
+               entries: Optional[Dict[str, Optional[str]]]) -> Dict[str, List[str]]:
+    """{'missing', 'wrong'}: the links of the dry run that dev_char_path's entries (node_probe's directories
+    listing: name -> link target or None; None where it could not be listed) lack, and those that point elsewhere.
+    A link outside dev_char_path counts as missing: only the module can tell."""
+    entries = entries or {}
+    missing, wrong = [], []  # type: List[str], List[str]
+    for path, target in links.items():
+        parent, name = os.path.split(path)
+        if os.path.normpath(parent) != os.path.normpath(dev_char_path) or name not in entries:
+            missing.append(path)
+        elif entries[name] is not None and entries[name] != target:
+            wrong.append(path)
+    return {'missing': missing, 'wrong': wrong}
