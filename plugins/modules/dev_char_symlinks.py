@@ -106,7 +106,7 @@ from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, parse_links, udev_rule
+from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, parse_links, same_target, udev_rule
 from ansible_collections.accel.nodes.plugins.module_utils._files import read_text, update_file
 
 def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
@@ -115,8 +115,9 @@ def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
 
 
 def wrong_links(links: Dict[str, str], readlink=os.readlink, islink=os.path.islink) -> List[str]:
-    """Existing links that point elsewhere than the tool would point them."""
-    return [path for path, target in links.items() if islink(path) and readlink(path) != target]
+    """Existing links that point elsewhere than the tool would point them; a relative target that names the same
+    node (udev's ../nvidia0 for the tool's /dev/nvidia0) does not."""
+    return [path for path, target in links.items() if islink(path) and not same_target(path, readlink(path), target)]
 
 
 def _run(module: AnsibleModule, argv: List[str]) -> str:

@@ -238,3 +238,33 @@ def test_the_in_place_filter_needs_a_probe_that_read_the_rule():
         dev_char_symlinks_in_place({'paths': {}}, '/etc/udev/rules.d/71-nvidia-dev-char.rules', '/usr/bin/nvidia-ctk')
     with pytest.raises(AnsibleFilterError, match='node_probe'):
         dev_char_symlinks_in_place(None, '/r', '/usr/bin/nvidia-ctk')
+
+
+H100_DRY_RUN = (FIXTURES / 'h100-ctk-1.17.8-create-all-dry-run.stderr').read_text()
+H100_LINKS = dict(line.split(' -> ') for line in (FIXTURES / 'h100-dev-char-nvidia-links.txt').read_text().splitlines())
+
+
+def test_the_real_h100_links_that_udev_made_relative_are_not_wrong():
+    # The real H100: six links udev made with relative targets, the rest nvidia-ctk's, absolute. Before, the
+    # module warned on every run that the six point elsewhere.
+    links = dev_char_symlinks.parse_links(H100_DRY_RUN)
+    assert len(links) == 142 and links['/dev/char/195:0'] == '/dev/nvidia0'
+    assert H100_LINKS['195:0'] == '../nvidia0'
+    on_node = dict(('/dev/char/' + name, target) for name, target in H100_LINKS.items())
+    assert dev_char_symlinks.missing_links(links, lexists=on_node.__contains__) == []
+    assert dev_char_symlinks.wrong_links(links, readlink=on_node.__getitem__, islink=on_node.__contains__) == []
+    on_node['/dev/char/195:0'] = '../nvidia1'
+    assert dev_char_symlinks.wrong_links(links, readlink=on_node.__getitem__, islink=on_node.__contains__) == [
+        '/dev/char/195:0']
+
+
+def test_the_in_place_filter_finds_the_real_h100_converged():
+    from ansible_collections.accel.nodes.plugins.filter.config_files import dev_char_symlinks_in_place
+    from ansible_collections.accel.nodes.plugins.module_utils._dev_char import udev_rule
+    rule = '/etc/udev/rules.d/71-nvidia-dev-char.rules'
+    probe = {'paths': {rule: {'exists': True, 'type': 'file', 'text': udev_rule('/usr/bin/nvidia-ctk')}},
+             'directories': {'/dev/char': dict(H100_LINKS, **{'1:3': '../null'})},
+             'commands': {'dev_char': {'rc': 0, 'stdout': '', 'stderr': H100_DRY_RUN.strip()}}}
+    assert dev_char_symlinks_in_place(probe, rule, '/usr/bin/nvidia-ctk') is True
+    del probe['directories']['/dev/char']['241:7']
+    assert dev_char_symlinks_in_place(probe, rule, '/usr/bin/nvidia-ctk') is False
