@@ -70,13 +70,15 @@ def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]
 
 def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = None, skip: dict[str, str] | None = None,
                      nvidia_config_path: str = '/etc/nvidia-container-runtime/config.toml', image: str = '',
-                     check_mode: bool = False, refresh: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+                     check_mode: bool = False, refresh: dict[str, t.Any] | None = None,
+                     cuda: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
     """The commands and paths of the role's one accel.nodes.node_probe run, for the layers that run: docker info for
     the runtime and container layers, dkms status for Neuron's host layer, the toolkit's config.toml for NVIDIA's
     container layer, and in check mode, which pulls nothing, whether the image is on the node. With refresh (the
     options of accel.nodes.accelerator_facts, whose empty values are left out), the same run gathers the facts anew.
     Provisioning does not change a node's vendors, which its PCI bus names, so the facts gathered before say which
-    questions to ask; without them, every vendor's are asked."""
+    questions to ask; without them, every vendor's are asked. With cuda (the options of accel.nodes.nvidia_cuda_check,
+    likewise), the same run checks CUDA on every GPU of an NVIDIA node for the host layer."""
     if refresh is None and not isinstance(facts, dict):
         raise AnsibleFilterError('validation_probe: needs the accelerator facts (ansible_facts.accelerators) as a dict')
     skip = _dict(skip)
@@ -92,9 +94,16 @@ def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = 
     paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
     questions: dict[str, t.Any] = {'commands': commands, 'paths': paths}
     if refresh is not None:
-        questions['accelerators'] = dict((k, v) for k, v in _dict(refresh).items() if v not in (None, ''))
-    questions['ask'] = bool(commands or paths or refresh is not None)
+        questions['accelerators'] = _given(refresh)
+    if cuda is not None and 'host' in run and 'nvidia' in vendors:
+        questions['cuda'] = _given(cuda)
+    questions['ask'] = bool(commands or paths or 'accelerators' in questions or 'cuda' in questions)
     return questions
+
+
+def _given(options: t.Any) -> dict[str, t.Any]:
+    """A module's options without those left empty (None, or '' as ansible-core 2.18 templates None)."""
+    return dict((k, v) for k, v in _dict(options).items() if v is not None and v != '')
 
 
 def _docker_info(result: dict[str, t.Any] | None) -> tuple[bool, dict[str, t.Any]]:

@@ -85,6 +85,14 @@ options:
         that validates a node after changing it reads the fresh facts and its other answers in one run.
       - Omitted, no accelerator facts are gathered.
     type: dict
+  cuda:
+    description:
+      - Run the NVIDIA host checks of M(accel.nodes.nvidia_cuda_check) in this run (CUDA on every GPU,
+        C(/dev/nvidia-uvm), persistence mode, the NVSwitch fabric), with these options of that module, after
+        O(accelerators) where both are given; RV(cuda) holds what that module returns.
+      - A failed check never fails this module (that module's C(fail_on_error) is not used). Omitted, nothing is
+        checked.
+    type: dict
 seealso:
   - module: ansible.builtin.setup
   - module: ansible.builtin.package_facts
@@ -161,6 +169,12 @@ commands:
   type: dict
   sample: {nvidia_smi: {rc: 0, stdout: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-f7fd6dbc-8ad6-aa8a-f328-14e34f337867)",
                         stderr: ""}}
+cuda:
+  description:
+    - With O(cuda), what M(accel.nodes.nvidia_cuda_check) returns - C(status) (V(pass) or V(fail)), C(checks),
+      C(cuda), C(msg) and C(elapsed_ms).
+  returned: when O(cuda) is given
+  type: dict
 directories:
   description:
     - For each directory of O(directories), its entries by name, each with the target of a symbolic link, or null
@@ -194,16 +208,27 @@ def read_packages(module: AnsibleModule, patterns: list) -> tuple:
     return 'rpm', _node_probe.parse_rpm_query(out, patterns)
 
 
-def accelerator_facts(module: AnsibleModule, options: Dict[str, Any]) -> Dict[str, Any]:
-    """accel.nodes.accelerator_facts' facts, with its options checked as that module checks them."""
-    # Imported here: the module runs from a zip, where every import is compiled on each run, and most
-    # probes gather no accelerator facts.
+def _options(module: AnsibleModule, name: str, spec: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """options checked against another module's argument spec, as that module checks its own."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-    from ansible_collections.accel.nodes.plugins.module_utils import _accelerators
-    checked = ArgumentSpecValidator(_accelerators.ARGUMENT_SPEC).validate(options)
+    checked = ArgumentSpecValidator(spec).validate(options)
     if checked.error_messages:
-        module.fail_json(msg='accelerators: %s' % '; '.join(checked.error_messages))
-    return _accelerators.gather(module, checked.validated_parameters)
+        module.fail_json(msg='%s: %s' % (name, '; '.join(checked.error_messages)))
+    return checked.validated_parameters
+
+
+# Imported in the functions below: the module runs from a zip, where every import is compiled on each run,
+# and most probes gather no accelerator facts and check no GPU.
+def accelerator_facts(module: AnsibleModule, options: Dict[str, Any]) -> Dict[str, Any]:
+    """accel.nodes.accelerator_facts' facts."""
+    from ansible_collections.accel.nodes.plugins.module_utils import _accelerators
+    return _accelerators.gather(module, _options(module, 'accelerators', _accelerators.ARGUMENT_SPEC, options))
+
+
+def cuda_checks(module: AnsibleModule, options: Dict[str, Any]) -> Dict[str, Any]:
+    """accel.nodes.nvidia_cuda_check's result."""
+    from ansible_collections.accel.nodes.plugins.module_utils import _nvidia_host_checks
+    return _nvidia_host_checks.run(module, _options(module, 'cuda', _nvidia_host_checks.ARGUMENT_SPEC, options))
 
 
 def main() -> None:
@@ -218,6 +243,7 @@ def main() -> None:
             environment=dict(type='dict', default={}),
             directories=dict(type='list', elements='path', default=[]),
             accelerators=dict(type='dict'),
+            cuda=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -235,6 +261,8 @@ def main() -> None:
         result['ansible_facts'] = _node_probe.distribution_facts(module)
     if p['accelerators'] is not None:
         result.setdefault('ansible_facts', {})['accelerators'] = accelerator_facts(module, p['accelerators'])
+    if p['cuda'] is not None:
+        result['cuda'] = cuda_checks(module, p['cuda'])
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])

@@ -158,6 +158,19 @@ def test_a_refresh_gathers_the_facts_in_the_same_run_and_asks_for_the_vendors_th
         'commands': {}, 'paths': [], 'accelerators': {}, 'ask': True}
 
 
+def test_the_host_checks_run_in_the_same_run_on_nvidia_nodes_only():
+    options = {'root': '/', 'nvidia_smi_path': '', 'expect_persistence': None, 'nvswitch': False,
+               'skip': {'cuda': 'simulated'}}
+    kept = {'root': '/', 'nvswitch': False, 'skip': {'cuda': 'simulated'}}
+    assert validation_probe(p3_facts(), cuda=options)['cuda'] == kept
+    assert validation_probe(p3_facts(), ['host'], cuda=options) == {'commands': {}, 'paths': [], 'cuda': kept, 'ask': True}
+    assert 'cuda' not in validation_probe(inf1_facts(), cuda=options)
+    assert 'cuda' not in validation_probe(p3_facts(), ['runtime', 'container'], cuda=options)
+    assert 'cuda' not in validation_probe(p3_facts(), skip={'host': 'unchanged'}, cuda=options)
+    # No facts yet: checked, and judged only if the fresh facts name NVIDIA.
+    assert validation_probe(None, refresh={}, cuda=options)['cuda'] == kept
+
+
 def test_a_probe_that_asks_nothing_does_not_run():
     assert validation_probe(p3_facts(), ['host', 'runtime'], {'runtime': 'asked to'})['ask'] is False
     with pytest.raises(AnsibleFilterError, match='validation_probe: needs the accelerator facts'):

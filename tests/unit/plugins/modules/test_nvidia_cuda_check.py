@@ -224,3 +224,40 @@ def test_unknown_skip_key(run):
     result = run(skip={'cude': 'typo'})
     assert result['failed'] is True
     assert result['msg'].startswith('skip: unknown check(s) cude; the checks are cuda, nvidia_uvm')
+
+
+def _without_timings(value):
+    if isinstance(value, dict):
+        return dict((k, _without_timings(v)) for k, v in value.items() if k != 'elapsed_ms' and ' in ' not in str(k))
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize('gpus, args', [
+    (h200s(2), dict(expect_persistence=True, nvswitch=False)),
+    # One GPU fails: the module fails (fail_on_error), the probe returns the same checks without failing.
+    (h200s(3, {1: {'memory': 1024}, 2: {'fail': {'cuDevicePrimaryCtxRetain': 802}}}), dict(nvswitch=False)),
+])
+def test_node_probe_runs_the_same_checks(run_module, fact_roots, libcuda, smi_output, gpus, args):
+    from ansible_collections.accel.nodes.plugins.modules import node_probe
+    libcuda(gpus)
+    args = dict(args, root=str(fact_roots / 'h200'), nvidia_smi_path=smi_output((SMI / 'h200-v13.xml').read_text()))
+    alone = run_module(nvidia_cuda_check.main, dict(args))
+    probed = run_module(node_probe.main, dict(cuda=dict(args)))
+    assert not probed.get('failed')
+    assert probed['cuda']['status'] == alone['status'] == ('pass' if len(gpus) == 2 else 'fail')
+    assert alone.get('failed') is (len(gpus) == 3 or None)
+    for check in alone['checks'] + probed['cuda']['checks']:
+        check['detail'] = check['detail'].split(', in ')[0].split(' in ')[0]
+        check['measured'].pop('elapsed_ms', None)
+    assert _without_timings(probed['cuda']['checks']) == _without_timings(alone['checks'])
+    assert probed['cuda']['msg'].split(' in ')[0] == alone['msg'].split(' in ')[0]
+
+
+def test_node_probe_checks_the_cuda_options_as_the_module_does(run_module):
+    from ansible_collections.accel.nodes.plugins.modules import node_probe
+    result = run_module(node_probe.main, dict(cuda=dict(skip={'gpu_burn': 'no'})))
+    assert result['failed'] and result['msg'].startswith('skip: unknown check(s) gpu_burn')
+    result = run_module(node_probe.main, dict(cuda=dict(timeout='soon')))
+    assert result['failed'] and result['msg'].startswith('cuda: ')
