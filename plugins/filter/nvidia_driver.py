@@ -155,7 +155,7 @@ def nvidia_driver_decision(facts: t.Any, branch: t.Any = '580', version: t.Any =
 def _summary(d: dict, kernels: str) -> str:
     """The decision in one line, for people."""
     if not d['present']:
-        what = 'nothing to install'
+        what = 'no NVIDIA driver is installed (nvidia_driver_force: true installs it anyway)'
     elif d['satisfied']:
         what = 'driver %s is loaded and satisfies %s, nothing to change' % (
             d['loaded_version'], d['version'] or 'branch ' + d['branch'])

@@ -348,3 +348,27 @@ def test_the_probe_asks_nvidia_smi_only_where_the_facts_lack_its_answer(smi_sour
     assert value(t, '__nvidia_driver_ask_smi') is asks
     assert value(t, '__nvidia_driver_smi_ran') is asks
     assert int(value(t, '__nvidia_driver_smi_seen')) == (1 if asks else 4)
+
+
+@pytest.mark.parametrize('case, kept', [
+    ('every driver package held', True),
+    ('one not held', False),
+    ('kernel holds wanted', False),  # the kernel packages must be listed first (dkms_kernels)
+    ('released where holds are off', False),
+    ('dnf', False),  # the locks are read by package_facts in hold-dnf.yml
+])
+def test_the_hold_tasks_are_skipped_only_where_the_probe_shows_every_hold_in_place(case, kept):
+    held = 'install' if case == 'one not held' else 'hold'
+    seen = {'cuda-drivers': {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'},
+            'libnvidia-ml1': {'version': '580.95.05-1', 'selection': held, 'status': 'installed'}}
+    overrides = dict(nvidia_driver_probe={'packages': seen}, nvidia_driver_holds={'skipped': True})
+    if case == 'kernel holds wanted':
+        overrides['nvidia_driver_hold_kernel'] = True
+    if case == 'released where holds are off':
+        overrides['nvidia_driver_hold'] = False
+    facts = host('Rocky', '9.4', 'RedHat') if case == 'dnf' else host('Debian', '12.8', 'Debian')
+    t = render(facts, {'satisfied': True, 'present': True}, **overrides)
+    assert value(t, '__nvidia_driver_keep_holds') is True
+    assert value(t, '__nvidia_driver_holds_kept') is kept
+    if kept:
+        assert value(t, '__nvidia_driver_owned') == ['cuda-drivers', 'libnvidia-ml1']

@@ -138,7 +138,7 @@ def test_inf1_is_no_nvidia_host(gathered):
     d = nvidia_driver_decision(gathered('inf1.6xlarge'))
     assert not d['present']
     assert d['reason'] == 'no NVIDIA GPU on the PCI bus and instance type inf1.6xlarge has none'
-    assert d['summary'] == d['reason'] + ': nothing to install'
+    assert d['summary'] == d['reason'] + ': no NVIDIA driver is installed (nvidia_driver_force: true installs it anyway)'
     # A host without a driver to install has no inputs to refuse.
     assert nvidia_driver_input_errors(d, branch='x') == []
 
