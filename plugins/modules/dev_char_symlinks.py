@@ -109,6 +109,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, parse_links, same_target, udev_rule
 from ansible_collections.accel.nodes.plugins.module_utils._files import read_text, update_file
 
+
 def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
     """The links that do not exist at all (a dangling link exists: the tool would not replace it)."""
     return [path for path in links if not lexists(path)]
