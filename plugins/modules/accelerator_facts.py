@@ -352,7 +352,6 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _accelerators
-from ansible_collections.accel.nodes.plugins.module_utils._accelerators import GATHER_CHOICES, SOURCES  # noqa: F401 (tests)
 
 
 def main():

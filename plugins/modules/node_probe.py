@@ -80,7 +80,7 @@ options:
     default: []
   accelerators:
     description:
-      - Gather the accelerator facts in this run, in RV(ansible_facts.accelerators), with these options of
+      - Gather the accelerator facts in this run, in C(accelerators) of RV(ansible_facts), with these options of
         M(accel.nodes.accelerator_facts) (the same names, types and defaults; V({}) takes every default). A role
         that validates a node after changing it reads the fresh facts and its other answers in one run.
       - Omitted, no accelerator facts are gathered.

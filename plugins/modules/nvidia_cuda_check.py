@@ -206,7 +206,6 @@ elapsed_ms:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _nvidia_host_checks
-from ansible_collections.accel.nodes.plugins.module_utils._nvidia_host_checks import CHECKS  # noqa: F401 (the docs name them)
 
 
 def main() -> None:

@@ -30,6 +30,6 @@ mod dev_char_symlinks '{"_ansible_check_mode": true}'
 mod nvidia_cuda_check '{"fail_on_error": false}'
 rm -f "$args"
 echo "== nvidia-ctk system create-dev-char-symlinks --dev-char-path=/dev/char --create-all --dry-run (stderr; rc last)"
-nvidia-ctk system create-dev-char-symlinks --dev-char-path=/dev/char --create-all --dry-run 2>&1 >/dev/null; echo "rc $?"
+{ nvidia-ctk system create-dev-char-symlinks --dev-char-path=/dev/char --create-all --dry-run >/dev/null; } 2>&1; echo "rc $?"
 echo "== the NVIDIA links in /dev/char"
 find /dev/char -maxdepth 1 -lname '*nvidia*' -printf '%f -> %l\n' | sort

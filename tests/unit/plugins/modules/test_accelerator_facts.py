@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.accel.nodes.plugins.module_utils import _ec2
+from ansible_collections.accel.nodes.plugins.module_utils import _accelerators, _ec2
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
 TESTS = Path(__file__).parents[3]
@@ -310,7 +310,7 @@ def test_h200_checked_as_one_gpu_of_a_p5e(facts):
 def test_gather_a_subset_runs_nothing_else(facts, calls):
     acc = facts(root='p3.16xlarge', smi=('p3.16xlarge-v11.xml', 0), gather=['pci'])
     assert calls() == []
-    assert acc['sources'] == dict.fromkeys(accelerator_facts.SOURCES, 'skipped') | {'pci': 'ok'}
+    assert acc['sources'] == dict.fromkeys(_accelerators.SOURCES, 'skipped') | {'pci': 'ok'}
     assert [g['name'] for g in acc['nvidia']['gpus']] == [None] * 8
     assert acc['container_runtimes'] is None
     assert acc['observed'] == {'kernel_modules': None, 'device_nodes': None}
