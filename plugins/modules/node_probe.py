@@ -90,6 +90,9 @@ options:
       - Run the NVIDIA host checks of M(accel.nodes.nvidia_cuda_check) in this run (CUDA on every GPU,
         C(/dev/nvidia-uvm), persistence mode, the NVSwitch fabric), with these options of that module, after
         O(accelerators) where both are given; RV(cuda) holds what that module returns.
+      - With O(accelerators), the checks run only where those facts find NVIDIA GPUs (RV(cuda) is null
+        otherwise), and without a C(nvswitch) option, they follow what the facts say of the NVSwitch fabric (the PCI
+        bus, then the EC2 catalog), as a role that gathered the facts first would pass it.
       - A failed check never fails this module (that module's C(fail_on_error) is not used). Omitted, nothing is
         checked.
     type: dict
@@ -173,7 +176,7 @@ cuda:
   description:
     - With O(cuda), what M(accel.nodes.nvidia_cuda_check) returns - C(status) (V(pass) or V(fail)), C(checks),
       C(cuda), C(msg) and C(elapsed_ms).
-  returned: when O(cuda) is given
+  returned: when O(cuda) is given; null where the facts of O(accelerators) find no NVIDIA GPU
   type: dict
 directories:
   description:
@@ -185,7 +188,7 @@ directories:
 """
 
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -225,10 +228,17 @@ def accelerator_facts(module: AnsibleModule, options: Dict[str, Any]) -> Dict[st
     return _accelerators.gather(module, _options(module, 'accelerators', _accelerators.ARGUMENT_SPEC, options))
 
 
-def cuda_checks(module: AnsibleModule, options: Dict[str, Any]) -> Dict[str, Any]:
-    """accel.nodes.nvidia_cuda_check's result."""
+def cuda_checks(module: AnsibleModule, options: Dict[str, Any], facts: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """accel.nodes.nvidia_cuda_check's result; with the accelerator facts of this run, None where they find no
+    NVIDIA GPU, and their NVSwitch verdict where the options give none."""
     from ansible_collections.accel.nodes.plugins.module_utils import _nvidia_host_checks
-    return _nvidia_host_checks.run(module, _options(module, 'cuda', _nvidia_host_checks.ARGUMENT_SPEC, options))
+    params = _options(module, 'cuda', _nvidia_host_checks.ARGUMENT_SPEC, options)
+    if facts is not None:
+        if 'nvidia' not in (facts.get('vendors') or []):
+            return None
+        if params['nvswitch'] is None:
+            params['nvswitch'] = ((facts.get('nvidia') or {}).get('nvswitch') or {}).get('present')
+    return _nvidia_host_checks.run(module, params)
 
 
 def main() -> None:
@@ -262,7 +272,7 @@ def main() -> None:
     if p['accelerators'] is not None:
         result.setdefault('ansible_facts', {})['accelerators'] = accelerator_facts(module, p['accelerators'])
     if p['cuda'] is not None:
-        result['cuda'] = cuda_checks(module, p['cuda'])
+        result['cuda'] = cuda_checks(module, p['cuda'], (result.get('ansible_facts') or {}).get('accelerators'))
     if p['packages']:
         result['package_manager'], result['packages'] = read_packages(module, p['packages'])
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])

@@ -77,3 +77,31 @@ def test_a_spec_generated_for_this_driver_skips_the_cdi_tasks():
                                     dict(record='570.172.08\n'), dict(state_mode='0700')])
 def test_anything_the_cdi_tasks_would_do_or_say_includes_them(change):
     assert cdi_kept(**change) is False
+
+
+RULE = '/etc/udev/rules.d/71-nvidia-dev-char.rules'
+
+
+@pytest.mark.parametrize('install, packages, in_place', [
+    (False, {}, True),  # the toolkit is not the role's to install: the probe's dry run is the tool's
+    (True, {}, False),  # the install below may bring another nvidia-ctk: the module runs
+    (True, dict.fromkeys(['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
+                          'libnvidia-container1'],  # already at the pinned version
+                         {'version': '1.17.8-1', 'selection': 'hold', 'status': 'installed'}), True),
+])
+def test_the_dev_char_links_are_judged_from_the_probe_only_where_no_install_follows(install, packages, in_place):
+    from ansible_collections.accel.nodes.plugins.module_utils._dev_char import udev_rule
+    variables = dict(load('nvidia_container_toolkit', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_container_toolkit', 'vars', 'main.yml'))
+    dry_run = 'time="x" level=info msg="Creating link /dev/char/195:0 => /dev/nvidia0"'
+    variables.update(trusted({
+        'nvidia_container_toolkit_install': install,
+        '__nvidia_container_toolkit_dev_char_state': 'present',
+        '__nvidia_container_toolkit_dev_char_links': True,
+        'nvidia_container_toolkit_probe': {
+            'packages': packages,
+            'paths': {RULE: {'exists': True, 'type': 'file', 'text': udev_rule('/usr/bin/nvidia-ctk')}},
+            'directories': {'/dev/char': {'195:0': '../nvidia0'}},
+            'commands': {'dev_char': {'rc': 0, 'stdout': '', 'stderr': dry_run}}}}))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    assert templar.template(trust_as_template('{{ __nvidia_container_toolkit_dev_char_in_place }}')) is in_place

@@ -371,4 +371,7 @@ def test_the_hold_tasks_are_skipped_only_where_the_probe_shows_every_hold_in_pla
     assert value(t, '__nvidia_driver_keep_holds') is True
     assert value(t, '__nvidia_driver_holds_kept') is kept
     if kept:
-        assert value(t, '__nvidia_driver_owned') == ['cuda-drivers', 'libnvidia-ml1']
+        assert value(t, '__nvidia_driver_owned_probed') == ['cuda-drivers', 'libnvidia-ml1']
+        # An earlier run of the role in the same play registered other holds: the probe's read wins.
+        t = render(facts, {'satisfied': True, 'present': True}, **dict(overrides, nvidia_driver_holds={'names': ['gone']}))
+        assert value(t, '__nvidia_driver_owned_probed') == ['cuda-drivers', 'libnvidia-ml1']

@@ -261,3 +261,26 @@ def test_node_probe_checks_the_cuda_options_as_the_module_does(run_module):
     assert result['failed'] and result['msg'].startswith('skip: unknown check(s) gpu_burn')
     result = run_module(node_probe.main, dict(cuda=dict(timeout='soon')))
     assert result['failed'] and result['msg'].startswith('cuda: ')
+
+
+def test_node_probe_follows_the_fresh_facts_on_nvswitch_and_vendor(run_module, fact_roots):
+    # The B200's NVSwitches show on its PCI bus only through a Mellanox management bridge, which the facts
+    # know and the module's own PCI count does not: with the facts gathered in the same run, the fabric is
+    # checked, as it was when the role passed the facts' verdict.
+    from ansible_collections.accel.nodes.plugins.modules import node_probe
+    skip = {'cuda': 'simulated', 'nvidia_uvm': 'simulated'}
+    root = str(fact_roots / 'p6-b200.48xlarge')
+    alone = run_module(nvidia_cuda_check.main, dict(root=root, skip=skip, fail_on_error=False))
+    assert 'nvswitch_fabric' not in [c['name'] for c in alone['checks']]
+    probed = run_module(node_probe.main, dict(accelerators=dict(root=root, gather=['pci', 'ec2']),
+                                              cuda=dict(root=root, skip=skip)))
+    assert probed['ansible_facts']['accelerators']['nvidia']['nvswitch']['present'] is True
+    assert 'nvswitch_fabric' in [c['name'] for c in probed['cuda']['checks']]
+    # Given, the option wins.
+    probed = run_module(node_probe.main, dict(accelerators=dict(root=root, gather=['pci', 'ec2']),
+                                              cuda=dict(root=root, skip=skip, nvswitch=False)))
+    assert 'nvswitch_fabric' not in [c['name'] for c in probed['cuda']['checks']]
+    # No NVIDIA GPU in the fresh facts: nothing to check.
+    inf1 = str(fact_roots / 'inf1.6xlarge')
+    probed = run_module(node_probe.main, dict(accelerators=dict(root=inf1, gather=['pci']), cuda=dict(root=inf1, skip=skip)))
+    assert probed['cuda'] is None
