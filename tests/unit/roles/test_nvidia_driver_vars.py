@@ -373,5 +373,6 @@ def test_the_hold_tasks_are_skipped_only_where_the_probe_shows_every_hold_in_pla
     if kept:
         assert value(t, '__nvidia_driver_owned_probed') == ['cuda-drivers', 'libnvidia-ml1']
         # An earlier run of the role in the same play registered other holds: the probe's read wins.
-        t = render(facts, {'satisfied': True, 'present': True}, **dict(overrides, nvidia_driver_holds={'names': ['gone']}))
+        overrides['nvidia_driver_holds'] = {'names': ['gone']}
+        t = render(facts, {'satisfied': True, 'present': True}, **overrides)
         assert value(t, '__nvidia_driver_owned_probed') == ['cuda-drivers', 'libnvidia-ml1']
