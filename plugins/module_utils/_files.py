@@ -128,6 +128,21 @@ def update_file(module, path, before, after, backup=False, mode=NEW_FILE_MODE):
     return result
 
 
+def list_directory(path):
+    """{entry name: link target, or None for an entry that is not a link}, or None where path cannot be listed."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return None
+    entries = {}
+    for name in names:
+        try:
+            entries[name] = os.readlink(os.path.join(path, name))
+        except OSError:
+            entries[name] = None
+    return entries
+
+
 def existing_paths(paths, lexists=os.path.lexists):
     """The paths that exist (a dangling link exists), once each, in the order given."""
     seen = []

@@ -135,20 +135,5 @@ def find_program(name: str, search_path: str) -> str:
     return first_executable([os.path.join(d or '.', name) for d in search_path.split(os.pathsep)])
 
 
-def list_directory(path: str) -> Optional[Dict[str, Optional[str]]]:
-    """{entry name: link target, or None for an entry that is not a link}, or None where path cannot be listed."""
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return None
-    entries = {}  # type: Dict[str, Optional[str]]
-    for name in names:
-        try:
-            entries[name] = os.readlink(os.path.join(path, name))
-        except OSError:
-            entries[name] = None
-    return entries
-
-
 def version_result(rc: int, out: Optional[str], err: Optional[str]) -> Dict[str, Any]:
     return {'rc': rc, 'stdout': (out or '').strip(), 'stderr': (err or '').strip()}

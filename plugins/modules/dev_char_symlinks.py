@@ -106,19 +106,8 @@ from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, parse_links, same_target, udev_rule
-from ansible_collections.accel.nodes.plugins.module_utils._files import read_text, update_file
-
-
-def missing_links(links: Dict[str, str], lexists=os.path.lexists) -> List[str]:
-    """The links that do not exist at all (a dangling link exists: the tool would not replace it)."""
-    return [path for path in links if not lexists(path)]
-
-
-def wrong_links(links: Dict[str, str], readlink=os.readlink, islink=os.path.islink) -> List[str]:
-    """Existing links that point elsewhere than the tool would point them; a relative target that names the same
-    node (udev's ../nvidia0 for the tool's /dev/nvidia0) does not."""
-    return [path for path, target in links.items() if islink(path) and not same_target(path, readlink(path), target)]
+from ansible_collections.accel.nodes.plugins.module_utils._dev_char import dry_run_argv, link_drift, parse_links, udev_rule
+from ansible_collections.accel.nodes.plugins.module_utils._files import list_directory, read_text, update_file
 
 
 def _run(module: AnsibleModule, argv: List[str]) -> str:
@@ -162,16 +151,19 @@ def main() -> None:
     if params['state'] == 'present' and params['links']:
         argv = dry_run_argv(params['ctk_path'], params['dev_char_path'], params['create_all'])
         links = parse_links(_run(module, argv))
-        created = missing_links(links)
-        for path in wrong_links(links):
-            module.warn('%s points to %s, not %s; it is left as it is' % (path, os.readlink(path), links[path]))
+        # The same judgement as the filter dev_char_symlinks_in_place makes from node_probe's listing.
+        entries = list_directory(params['dev_char_path'])
+        drift = link_drift(links, params['dev_char_path'], entries)
+        created = drift['missing']
+        for path in drift['wrong']:
+            module.warn('%s points to %s, not %s; it is left as it is' % (path, entries[os.path.basename(path)], links[path]))
         result.update(links=links, created=created)
         diffs.append(dict(before=''.join('%s\n' % p for p in links if p not in created),
                           after=''.join('%s\n' % p for p in links),
                           before_header=params['dev_char_path'], after_header=params['dev_char_path']))
         if created and not module.check_mode:
             output = _run(module, argv[:-1])
-            still = missing_links(links)
+            still = link_drift(links, params['dev_char_path'], list_directory(params['dev_char_path']))['missing']
             if still:
                 module.fail_json(msg='nvidia-ctk did not create %s: %s' % (', '.join(still), output.strip()), **result)
     result['changed'] = bool(result['udev_rule_changed'] or result['created'])

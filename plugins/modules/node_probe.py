@@ -192,6 +192,7 @@ from typing import Any, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accel.nodes.plugins.module_utils import _files
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 
 _ENV = {'LANG': 'C', 'LC_ALL': 'C'}
@@ -278,7 +279,7 @@ def main() -> None:
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])
     result['executables'] = dict((name, _node_probe.first_executable([str(c) for c in (candidates or [])]))
                                  for name, candidates in p['executables'].items())
-    result['directories'] = dict((path, _node_probe.list_directory(path)) for path in p['directories'])
+    result['directories'] = dict((path, _files.list_directory(path)) for path in p['directories'])
     result['versions'] = {}
     for name in p['versions']:
         path = result['executables'][name]

@@ -39,8 +39,10 @@ def test_parse_links_of_an_error_is_empty():
 
 
 def test_missing_links_keeps_those_that_do_not_exist():
-    present = {'/dev/char/195:0', '/dev/char/237:1'}
-    assert dev_char_symlinks.missing_links(LINKS, lexists=present.__contains__) == ['/dev/char/195:1', '/dev/char/195:255']
+    from ansible_collections.accel.nodes.plugins.module_utils._dev_char import link_drift
+    present = {'195:0': '/dev/nvidia0', '237:1': None, '1:3': '../null'}  # a node itself, not a link, counts as there
+    assert link_drift(LINKS, '/dev/char', present) == {'missing': ['/dev/char/195:1', '/dev/char/195:255'], 'wrong': []}
+    assert link_drift(LINKS, '/dev/char', None)['missing'] == list(LINKS)  # /dev/char could not be listed
 
 
 class FakeTool:
@@ -198,7 +200,7 @@ def _warning_messages():
 def test_the_in_place_filter_agrees_with_the_module(run, tmp_path, capfd, case):
     from ansible_collections.accel.nodes.plugins.filter.config_files import dev_char_dry_run, \
         dev_char_symlinks_in_place
-    from ansible_collections.accel.nodes.plugins.module_utils import _dev_char, _node_probe
+    from ansible_collections.accel.nodes.plugins.module_utils import _dev_char, _files, _node_probe
     char = tmp_path / 'char'
     char.mkdir()
     rule = tmp_path / 'rules.d' / '71-nvidia-dev-char.rules'
@@ -224,7 +226,7 @@ def test_the_in_place_filter_agrees_with_the_module(run, tmp_path, capfd, case):
     assert argv == _dev_char.dry_run_argv(ctk, str(char), True) and argv[-1] == '--dry-run'
     rc, out, err = tool(argv, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
     probe = {'paths': {str(rule): _node_probe.describe(str(rule))},
-             'directories': {str(char): _node_probe.list_directory(str(char))},
+             'directories': {str(char): _files.list_directory(str(char))},
              'commands': {'dev_char': _node_probe.version_result(rc, out, err)}}
     in_place = dev_char_symlinks_in_place(probe, str(rule), ctk, state=state, links=links, dev_char_path=str(char))
     capfd.readouterr()
@@ -258,12 +260,11 @@ def test_the_real_h100_links_that_udev_made_relative_are_not_wrong():
     links = dev_char_symlinks.parse_links(H100_DRY_RUN)
     assert len(links) == 142 and links['/dev/char/195:0'] == '/dev/nvidia0'
     assert H100_LINKS['195:0'] == '../nvidia0'
-    on_node = dict(('/dev/char/' + name, target) for name, target in H100_LINKS.items())
-    assert dev_char_symlinks.missing_links(links, lexists=on_node.__contains__) == []
-    assert dev_char_symlinks.wrong_links(links, readlink=on_node.__getitem__, islink=on_node.__contains__) == []
-    on_node['/dev/char/195:0'] = '../nvidia1'
-    assert dev_char_symlinks.wrong_links(links, readlink=on_node.__getitem__, islink=on_node.__contains__) == [
-        '/dev/char/195:0']
+    from ansible_collections.accel.nodes.plugins.module_utils._dev_char import link_drift
+    on_node = dict(H100_LINKS)
+    assert link_drift(links, '/dev/char', on_node) == {'missing': [], 'wrong': []}
+    on_node['195:0'] = '../nvidia1'
+    assert link_drift(links, '/dev/char', on_node) == {'missing': [], 'wrong': ['/dev/char/195:0']}
 
 
 def test_the_in_place_filter_finds_the_real_h100_converged():
