@@ -60,9 +60,10 @@ def same_target(link: str, current: str, wanted: str) -> bool:
 
 def link_drift(links: Dict[str, str], dev_char_path: str,
                entries: Optional[Dict[str, Optional[str]]]) -> Dict[str, List[str]]:
-    """{'missing', 'wrong'}: the links of the dry run that dev_char_path's entries (node_probe's directories
-    listing: name -> link target or None; None where it could not be listed) lack, and those that point elsewhere.
-    A link outside dev_char_path counts as missing: only the module can tell."""
+    """{'missing', 'wrong'}: the links of the dry run that dev_char_path's entries (_files.list_directory: name ->
+    link target or None; None where it could not be listed) lack, and those that point elsewhere. The module
+    judges its own listing with it, the filter node_probe's. The tool names links in dev_char_path only; one
+    elsewhere counts as missing."""
     entries = entries or {}
     missing, wrong = [], []  # type: List[str], List[str]
     for path, target in links.items():
