@@ -17,12 +17,24 @@ file costs no dpkg run, and a file under a root reads an image being baked.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
-__all__ = ['STATUS_FILE', 'parse_status', 'read_status', 'installed', 'matching', 'selection_plan']
+__all__ = ['STATUS_FILE', 'UPDATES_DIR', 'parse_status', 'read_status', 'installed', 'matching', 'selection_plan',
+           'journal', 'unfinished', 'journal_pending']
 
 STATUS_FILE = '/var/lib/dpkg/status'
+# dpkg's journal: a run writes each status change here before it folds them into
+# the status file, so a file left here is a run that did not end (dpkg(1), FILES).
+UPDATES_DIR = '/var/lib/dpkg/updates'
+
+# The states of a package that a dpkg run left half-way (dpkg(1) "Package states"):
+# unpacking or removing (half-installed), unpacked but not configured, configuring
+# (half-configured), and waiting for triggers. `dpkg --audit` lists these.
+UNFINISHED = ('half-installed', 'unpacked', 'half-configured', 'triggers-awaited', 'triggers-pending')
+# One scan of the whole file for any of them: the probes look on every run.
+_UNFINISHED_LINE = re.compile(r'^Status: \S+ (?:reinstreq \S+|\S+ (?:%s))\s*$' % '|'.join(UNFINISHED), re.M)
 
 # Package states in which no file of the package is on disk any more.
 _GONE = ('not-installed', 'config-files')
@@ -89,3 +101,62 @@ def selection_plan(names: List[str], selection: str, current: Dict[str, str]) ->
         change = [n for n in names if current.get(n) == 'hold']
     unknown = [n for n in names if n not in current]
     return list(dict.fromkeys(change)), list(dict.fromkeys(unknown))
+
+
+def _stanzas(text: Optional[str]) -> Iterable[Dict[str, str]]:
+    """The fields of each stanza of a status text, continuation lines joined."""
+    for stanza in re.split(r'\n\s*\n', text or ''):
+        fields: Dict[str, str] = {}
+        key = None
+        for line in stanza.splitlines():
+            if line[:1] in (' ', '\t'):
+                if key:
+                    fields[key] += '\n' + line.strip()
+                continue
+            key, dummy, value = line.partition(':')
+            fields[key] = value.strip()
+        if fields.get('Package'):
+            yield fields
+
+
+def journal(updates_dir: Optional[str] = None) -> str:
+    """The entries of dpkg's journal, in the order dpkg folds them into the status file (by number)."""
+    updates_dir = updates_dir or UPDATES_DIR
+    try:
+        names = sorted((n for n in os.listdir(updates_dir) if n.isdigit()), key=int)
+    except OSError:
+        return ''
+    texts = []
+    for name in names:
+        try:
+            with open(os.path.join(updates_dir, name), 'r', encoding='utf-8', errors='replace') as handle:
+                texts.append(handle.read())
+        except OSError:
+            continue
+    return '\n\n'.join(texts)
+
+
+def unfinished(text: Optional[str], journal_text: str = '') -> Dict[str, str]:
+    """{name: state} of the packages a dpkg run left half-way, from the status text with the journal's
+    entries over it (as dpkg reads them): in an UNFINISHED state, or flagged reinstreq ("a package marked
+    reinst-required is broken and requires reinstallation", dpkg(1)), which reads "<state> (reinstreq)"."""
+    if not journal_text and not _UNFINISHED_LINE.search(text or ''):
+        return {}
+    records: Dict[Tuple[str, str], List[str]] = {}
+    for fields in _stanzas((text or '') + '\n\n' + (journal_text or '')):
+        records[(fields['Package'], fields.get('Architecture', ''))] = fields.get('Status', '').split()
+    found = {}
+    for (name, dummy), status in sorted(records.items()):
+        if len(status) == 3 and (status[2] in UNFINISHED or status[1] == 'reinstreq'):
+            found[name] = status[2] + (' (reinstreq)' if status[1] == 'reinstreq' else '')
+    return found
+
+
+def journal_pending(updates_dir: Optional[str] = None) -> bool:
+    """Whether dpkg's journal holds entries a run did not fold in: what makes apt refuse to run with
+    "dpkg was interrupted, you must manually run 'dpkg --configure -a'" (apt's debSystem::CheckUpdates,
+    apt-pkg/deb/debsystem.cc: a file in the updates directory whose name is all digits)."""
+    try:
+        return any(name.isdigit() for name in os.listdir(updates_dir or UPDATES_DIR))
+    except OSError:
+        return False

@@ -388,3 +388,45 @@ def test_neuron_driver_offline_package_scripts_find_the_no_op_first(facts):
                                            '__neuron_driver_profile_file')]
     assert set(written) <= set(probed)
     assert {'/usr/sbin', '/usr/bin', '/sbin', '/bin'} <= set(dirs)
+
+
+# accel.nodes.interrupted_run finishes an interrupted dpkg run only where every package in it is one the
+# collection installs (module_utils/_interrupted.py, MANAGED). Every package a role can install on the Debian
+# family must match that list, or a run killed while installing it would be left for a person to finish.
+def _debian_packages():
+    facts = host('Debian', '12.8', 'Debian', 'bookworm')
+    decision = {'branch': '580', 'version': '580.95.05'}
+    names = []
+    t = render('docker', facts)
+    names += [n for source in value(t, '__docker_packages').values() for engine in source.values() for n in engine]
+    names += value(t, 'docker_python_packages')
+    t = render('nvidia_container_toolkit', facts)
+    names += value(t, '__nvidia_container_toolkit_packages') + value(t, '__nvidia_container_toolkit_legacy_packages')
+    t = render('nvidia_driver', facts, nvidia_driver_decision=decision)
+    names += [n for flavour in value(t, '__nvidia_driver_cuda_repo_packages').values() for n in flavour]
+    names += [n for flavour in value(t, '__nvidia_driver_distro_packages').values() for n in flavour]
+    names += value(t, '__nvidia_driver_persistenced_packages') + value(t, '__nvidia_driver_nvlsm_packages')
+    names += list(value(t, '__nvidia_driver_fabric_manager_names').values())
+    names.append(value(t, '__nvidia_driver_cuda_repo_pin_package'))
+    t = render('neuron_driver', facts)
+    names += value(t, '__neuron_driver_all_packages') + value(t, 'neuron_driver_legacy_packages')
+    t = render('neuron_container_runtime', facts)
+    names += value(t, '__neuron_container_runtime_hook_packages')
+    t = render('oci_add_hooks', facts)
+    names += [value(t, 'oci_add_hooks_package_name')] + value(t, 'oci_add_hooks_build_packages')
+    # The headers and kernel packages accel.nodes.dkms_kernels names, and DKMS itself.
+    names += ['linux-headers-6.1.0-28-cloud-amd64', 'linux-headers-cloud-amd64', 'linux-image-6.1.0-28-cloud-amd64',
+              'linux-kbuild-6.1', 'dkms']
+    return sorted(set(names))
+
+
+@pytest.mark.parametrize('name', _debian_packages())
+def test_every_package_a_role_installs_counts_as_the_collections_own(name):
+    from ansible_collections.accel.nodes.plugins.module_utils import _interrupted  # pylint: disable=import-outside-toplevel
+    assert _interrupted.ours(name), '%s is installed by a role but missing from _interrupted.MANAGED' % name
+
+
+def test_what_the_collection_counts_as_its_own_is_not_everything():
+    from ansible_collections.accel.nodes.plugins.module_utils import _interrupted  # pylint: disable=import-outside-toplevel
+    for other in ('libc6', 'openssh-server', 'unattended-upgrades', 'postgresql-15', 'docker-compose', 'linux-base'):
+        assert not _interrupted.ours(other), other

@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: interrupted_run
+short_description: Finish what an interrupted run left on a node, or say exactly what a person must do
+version_added: 0.4.0
+description:
+  - A run that stops part-way (Ctrl-C, a CI timeout, a dropped SSH connection that takes the node's processes with
+    it) can leave dpkg half-way through a transaction. apt then refuses every later run with C(E: dpkg was
+    interrupted, you must manually run 'dpkg --configure -a' to correct the problem). This module finishes such
+    a transaction, so that the next run of the roles goes on where the last one stopped.
+  - B(dpkg.) It reads dpkg's status file and journal (C(/var/lib/dpkg/updates), where a run writes each step
+    before folding it into the status file) as dpkg would, and lists the packages a run left half-way (the states
+    C(dpkg --audit) reports: half-installed, unpacked, half-configured, triggers-awaited, triggers-pending, and
+    any package flagged reinst-required).
+  - Where every one of them is a package the roles of this collection install (RV(managed)), a package waiting
+    only for triggers, or a package of an apt transaction that did not end and in which every package asked for
+    is the collection's (apt's history, C(/var/log/apt/history.log), lists what each transaction asked for and
+    what it pulled in for them), it runs
+    C(dpkg --configure -a), then reinstalls with C(apt-get install --reinstall) the packages that are still
+    half-installed (their files were being unpacked; configuring cannot finish them), and checks that nothing is
+    left half-way. A transaction that involves any other package is not touched: the module fails with the
+    packages, their states and the commands to run.
+  - B(Leftovers.) Beside each of O(paths) it removes the temporary files of this collection's atomic writes
+    (C(.<name>.<random>.tmp), which a write killed before its rename leaves), and reports C(<path>.dpkg-new),
+    C(.dpkg-old), C(.dpkg-dist) and C(.dpkg-tmp) files that are still there once dpkg is finished: a package's
+    new default for a configuration file that has local changes, for a person to merge or remove.
+  - A node with nothing to finish costs one read of the status file; the roles run this module only where
+    M(accel.nodes.node_probe) or M(accel.nodes.engine_state) reported something (their RV(interrupted)), so a
+    converged node does not run it at all.
+author:
+  - accel.nodes maintainers (@accel-nodes)
+extends_documentation_fragment:
+  - accel.nodes.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads everything and reports what it would finish and remove; runs no dpkg or apt and removes nothing.
+  diff_mode:
+    support: none
+options:
+  packages:
+    description:
+      - Names (Python regular expressions, matched from the start of the name) of packages the calling role
+        installs besides the families the collection always counts as its own (RV(managed)), for example a role's
+        C(docker_extra_packages).
+    type: list
+    elements: str
+    default: []
+  paths:
+    description:
+      - Files the calling role writes. Temporary files of their atomic writes that are left beside them are
+        removed, and dpkg's leftovers beside them reported.
+    type: list
+    elements: path
+    default: []
+notes:
+  - Debian family. On a node without dpkg only the leftovers of O(paths) are looked at.
+seealso:
+  - module: accel.nodes.node_probe
+  - module: accel.nodes.engine_state
+"""
+
+EXAMPLES = r"""
+- name: Finish what an interrupted run left
+  accel.nodes.interrupted_run:
+    packages: "{{ docker_extra_packages }}"
+    paths: [/etc/docker/daemon.json]
+  when: docker_engine_state.interrupted | length > 0
+"""
+
+RETURN = r"""
+interrupted:
+  description: The packages a run left half-way, with their states, before this run; empty when dpkg was finished.
+  returned: always
+  type: dict
+  sample: {docker.io: half-installed (reinstreq), containerd: unpacked}
+journal:
+  description: Whether dpkg's journal held entries that no run had folded into the status file.
+  returned: always
+  type: bool
+  sample: true
+foreign:
+  description: The packages of RV(interrupted) that are neither the collection's nor pulled in for them.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+commands:
+  description: The commands run (in check mode, that would run), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["dpkg --configure -a", "apt-get install --reinstall docker.io"]
+removed:
+  description: The temporary files of interrupted writes that were (or would be) removed.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/docker/.daemon.json.k2j4hd1x.tmp]
+dpkg_leftovers:
+  description: dpkg's files beside O(paths) that a person must look at, with what to do in RV(messages).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/containerd/config.toml.dpkg-dist]
+managed:
+  description: The package families the collection counts as its own, as regular expressions.
+  returned: always
+  type: list
+  elements: str
+messages:
+  description: What was done, and what a person must still do, one sentence group each.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+from typing import Any, Dict, List
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
+from ansible_collections.accel.nodes.plugins.module_utils import _interrupted
+
+
+def run(module: AnsibleModule, argv: List[str], result: Dict[str, Any]) -> None:
+    result['commands'].append(' '.join(argv))
+    if module.check_mode:
+        return
+    rc, out, err = module.run_command(argv, environ_update=_interrupted.ENV)
+    if rc != 0:
+        module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(argv), rc, (err or out).strip()[-2000:]), **result)
+
+
+def finish_dpkg(module: AnsibleModule, result: Dict[str, Any]) -> None:
+    status = _dpkg.read_status(_dpkg.STATUS_FILE)
+    if status is None:
+        return
+    journal = _dpkg.journal()
+    result['journal'] = bool(journal)
+    result['interrupted'] = _dpkg.unfinished(status, journal)
+    if not result['interrupted'] and not result['journal']:
+        return
+    result['foreign'] = _interrupted.foreign(result['interrupted'], _dpkg.read_status(_interrupted.HISTORY),
+                                             module.params['packages'])
+    if result['foreign']:
+        module.fail_json(msg=_interrupted.foreign_message(result['interrupted'], result['foreign']), **result)
+    run(module, _interrupted.CONFIGURE, result)
+    left = result['interrupted'] if module.check_mode else _dpkg.unfinished(_dpkg.read_status(_dpkg.STATUS_FILE),
+                                                                            _dpkg.journal())
+    reinstall = sorted(n for n, state in left.items() if _interrupted.needs_reinstall(state))
+    if reinstall:
+        run(module, _interrupted.REINSTALL + reinstall, result)
+    if module.check_mode:
+        result['messages'].append('Check mode: %s would be finished.' % _interrupted.describe(result['interrupted']))
+        return
+    left = _dpkg.unfinished(_dpkg.read_status(_dpkg.STATUS_FILE), _dpkg.journal())
+    if left or _dpkg.journal_pending():
+        dummy, audit, dummy2 = module.run_command(['dpkg', '--audit'], environ_update=_interrupted.ENV)
+        module.fail_json(msg='dpkg is still not finished after %s: %s. dpkg --audit says: %s'
+                         % (' and '.join(result['commands']), _interrupted.describe(left), audit.strip()), **result)
+    result['messages'].append('An interrupted run had left %s; %s finished it.'
+                              % (_interrupted.describe(result['interrupted']), ' and '.join(result['commands'])))
+    # Shown in the run's output without -v: the operator sees what was repaired.
+    module.warn(result['messages'][-1])
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            packages=dict(type='list', elements='str', default=[]),
+            paths=dict(type='list', elements='path', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    result: Dict[str, Any] = dict(changed=False, interrupted={}, journal=False, foreign=[], commands=[], removed=[],
+                                  dpkg_leftovers=[], managed=list(_interrupted.MANAGED), messages=[])
+    finish_dpkg(module, result)
+    leftovers = _interrupted.leftovers(module.params['paths'])
+    result['removed'] = leftovers['ours']
+    if not module.check_mode:
+        for path in result['removed']:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+    result['dpkg_leftovers'] = leftovers['dpkg']
+    if result['dpkg_leftovers']:
+        module.warn(_interrupted.dpkg_leftovers_message(result['dpkg_leftovers']))
+        result['messages'].append(_interrupted.dpkg_leftovers_message(result['dpkg_leftovers']))
+    result['changed'] = bool(result['commands'] or result['removed'])
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
