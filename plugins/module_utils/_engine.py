@@ -119,6 +119,20 @@ def pending_runtimes(config: Dict[str, Any], info: Dict[str, Any]) -> List[str]:
     return pending
 
 
+# The daemon.json key accel.nodes.container_runtime writes that `docker info`
+# does not show (runtimes and default-runtime it shows: pending_runtimes); a
+# role adds its own (accel.nodes.docker: the keys of docker_daemon_options).
+DOCKER_MANAGED_KEYS = ('features',)
+
+
+def pending_keys(config: Dict[str, Any], last_good: Optional[Dict[str, Any]], keys: List[str]) -> List[str]:
+    """The keys whose value in daemon.json (parsed) differs from the one Docker was last seen running with
+    (last_good; None where none was recorded: then every key daemon.json sets counts)."""
+    if last_good is None:
+        return [k for k in keys if k in config]
+    return [k for k in keys if config.get(k) != last_good.get(k)]
+
+
 def runtimes_not_used(config: Dict[str, Any], info: Dict[str, Any], path: str) -> Optional[str]:
     """Why Docker, restarted with daemon.json config, does not use its runtimes; None when it does."""
     runtimes = config.get('runtimes') if isinstance(config.get('runtimes'), dict) else {}
@@ -325,6 +339,26 @@ class Host:
             return os.path.exists(self.paths['last_good_none'])
         return current == _sha256(self.paths['last_good'])
 
+    def docker_last_good_config(self) -> Optional[Dict[str, Any]]:
+        """The daemon.json Docker was last seen running with, parsed: {} where it ran without one, None where
+        nothing was recorded (or the record cannot be read)."""
+        if os.path.exists(self.paths['last_good_none']):
+            return {}
+        if not os.path.exists(self.paths['last_good']):
+            return None
+        try:
+            return rc.read_daemon_json(_files.read_text(self.paths['last_good']), self.paths['last_good'])
+        except (rc.ConfigError, ValueError, OSError):
+            return None
+
+    def containerd_in_sync(self) -> bool:
+        """Whether the files under containerd_dir are still those containerd was last seen running with."""
+        try:
+            with open(self.paths['containerd_digest']) as handle:
+                return handle.read().strip() == tree_digest(self.containerd_dir)
+        except FileNotFoundError:
+            return False
+
     def keep_docker(self) -> bool:
         """Keep daemon.json (or its absence) as the last known good one. Returns whether anything changed."""
         try:
@@ -425,3 +459,76 @@ def read_daemon_json(path: str) -> Dict[str, Any]:
         return rc.read_daemon_json(_files.read_text(path), path)
     except (rc.ConfigError, ValueError, OSError):
         return {}
+
+
+# Checked restarts, shared by engine_restart (the handlers) and engine_state (an engine found stopped).
+
+
+def docker_failed(host: Host, since: int, failure: str) -> dict:
+    """Docker did not come back: restore the last good daemon.json, start it again, and say what happened."""
+    said = engine_said(host.journal('docker', since), failure)
+    restorable, kept = host.restore_docker()
+    back = False
+    if restorable and host.restart('docker', 'docker.socket') is None:
+        back = host.wait_for('docker') is not None
+    path = host.daemon_json
+    if back:
+        state = 'The last known good daemon.json was restored and Docker runs again with it. '
+    elif restorable:
+        state = 'It did not start with the last known good daemon.json either, so Docker is DOWN on this node. '
+    else:
+        state = 'No last known good daemon.json was recorded, so nothing was restored and Docker is DOWN on this node. '
+    return dict(restored=restorable, msg=(
+        'Docker did not start with the changed %s. %sDocker said: %s %s'
+        'Fix the change that the role notifying accel_nodes_restart_docker made, and run again; '
+        '`journalctl -u docker.service` has the whole story.' % (
+            path, state, said,
+            'The rejected daemon.json is kept in %s. ' % host.paths['rejected'] if kept else '')))
+
+
+def containerd_failed(host: Host, since: int, failure: str) -> dict:
+    """containerd did not come back: restore the last good tree, start it again, and say what happened."""
+    said = engine_said(host.journal('containerd', since), failure)
+    restored = host.restore_containerd()
+    back = False
+    if restored and host.restart('containerd') is None:
+        back = host.wait_for('containerd') is not None
+    if back:
+        state = ('The last known good %s was restored and containerd runs again with it. ' % host.containerd_dir)
+    elif restored:
+        state = 'It did not start with the last known good configuration either, so containerd is DOWN on this node. '
+    else:
+        state = ('No last known good configuration was recorded, so nothing was restored and containerd is DOWN '
+                 'on this node. ')
+    return dict(restored=restored, msg=(
+        'containerd did not start with its changed configuration. %scontainerd said: %s %s'
+        'Fix the change that the role notifying accel_nodes_restart_containerd made, and run again; '
+        '`journalctl -u containerd.service` has the whole story.' % (
+            state, said,
+            'The rejected configuration is kept in %s. ' % host.paths['containerd_rejected'] if restored else '')))
+
+
+def checked_restart(host: Host, engine: str) -> dict:
+    """Restart engine and check it. Returns the result; 'failed' is set where the restart did not hold, 'kept'
+    where the configuration it now runs with became the last known good one."""
+    since = int(host.clock())
+    failure = host.restart(engine)
+    answer = host.wait_for(engine) if failure is None else None
+    if answer is None:
+        if engine == 'docker':
+            result = docker_failed(host, since, failure or 'Docker did not answer within %ds' % host.timeout)
+        else:
+            result = containerd_failed(host, since, failure or 'containerd did not answer')
+        result['failed'] = True
+        return result
+    if engine == 'containerd':
+        return dict(msg='containerd answers.', kept=host.keep_containerd())
+    result = dict(runtimes=sorted(answer.get('Runtimes') or {}), default_runtime=answer.get('DefaultRuntime'))
+    problem = runtimes_not_used(read_daemon_json(host.daemon_json), answer, host.daemon_json)
+    if problem:
+        result.update(failed=True, msg=problem)
+        return result
+    result['kept'] = host.keep_docker()
+    result['msg'] = 'Docker answers with runtimes %s, default %s.' % (', '.join(result['runtimes']),
+                                                                      result['default_runtime'])
+    return result

@@ -100,76 +100,6 @@ from ansible_collections.accel.nodes.plugins.module_utils import _engine
 from ansible_collections.accel.nodes.plugins.module_utils._engine import Host
 
 
-def docker_failed(host: Host, since: int, failure: str) -> dict:
-    """Docker did not come back: restore the last good daemon.json, start it again, and say what happened."""
-    said = _engine.engine_said(host.journal('docker', since), failure)
-    restorable, kept = host.restore_docker()
-    back = False
-    if restorable and host.restart('docker', 'docker.socket') is None:
-        back = host.wait_for('docker') is not None
-    path = host.daemon_json
-    if back:
-        state = 'The last known good daemon.json was restored and Docker runs again with it. '
-    elif restorable:
-        state = 'It did not start with the last known good daemon.json either, so Docker is DOWN on this node. '
-    else:
-        state = 'No last known good daemon.json was recorded, so nothing was restored and Docker is DOWN on this node. '
-    return dict(restored=restorable, msg=(
-        'Docker did not start with the changed %s. %sDocker said: %s %s'
-        'Fix the change that the role notifying accel_nodes_restart_docker made, and run again; '
-        '`journalctl -u docker.service` has the whole story.' % (
-            path, state, said,
-            'The rejected daemon.json is kept in %s. ' % host.paths['rejected'] if kept else '')))
-
-
-def containerd_failed(host: Host, since: int, failure: str) -> dict:
-    """containerd did not come back: restore the last good tree, start it again, and say what happened."""
-    said = _engine.engine_said(host.journal('containerd', since), failure)
-    restored = host.restore_containerd()
-    back = False
-    if restored and host.restart('containerd') is None:
-        back = host.wait_for('containerd') is not None
-    if back:
-        state = ('The last known good %s was restored and containerd runs again with it. ' % host.containerd_dir)
-    elif restored:
-        state = 'It did not start with the last known good configuration either, so containerd is DOWN on this node. '
-    else:
-        state = ('No last known good configuration was recorded, so nothing was restored and containerd is DOWN '
-                 'on this node. ')
-    return dict(restored=restored, msg=(
-        'containerd did not start with its changed configuration. %scontainerd said: %s %s'
-        'Fix the change that the role notifying accel_nodes_restart_containerd made, and run again; '
-        '`journalctl -u containerd.service` has the whole story.' % (
-            state, said,
-            'The rejected configuration is kept in %s. ' % host.paths['containerd_rejected'] if restored else '')))
-
-
-def checked_restart(host: Host, engine: str) -> dict:
-    """Restart engine and check it. Returns the result; 'failed' is set where the restart did not hold."""
-    since = int(host.clock())
-    failure = host.restart(engine)
-    answer = host.wait_for(engine) if failure is None else None
-    if answer is None:
-        if engine == 'docker':
-            result = docker_failed(host, since, failure or 'Docker did not answer within %ds' % host.timeout)
-        else:
-            result = containerd_failed(host, since, failure or 'containerd did not answer')
-        result['failed'] = True
-        return result
-    if engine == 'containerd':
-        host.keep_containerd()
-        return dict(msg='containerd answers.')
-    result = dict(runtimes=sorted(answer.get('Runtimes') or {}), default_runtime=answer.get('DefaultRuntime'))
-    problem = _engine.runtimes_not_used(_engine.read_daemon_json(host.daemon_json), answer, host.daemon_json)
-    if problem:
-        result.update(failed=True, msg=problem)
-        return result
-    host.keep_docker()
-    result['msg'] = 'Docker answers with runtimes %s, default %s.' % (', '.join(result['runtimes']),
-                                                                      result['default_runtime'])
-    return result
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -184,7 +114,8 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=True, msg='Check mode: %s would be restarted.' % _engine.UNITS[engine])
     host = Host(module, p['config_path'], p['containerd_dir'], p['state_dir'], p['timeout'])
-    result = checked_restart(host, engine)
+    result = _engine.checked_restart(host, engine)
+    result.pop('kept', None)
     result['changed'] = True
     if result.pop('failed', False):
         module.fail_json(**result)

@@ -16,17 +16,29 @@ description:
     them and run it again without O(packages).
   - For each engine in O(engines), containerd first, makes sure its systemd unit is enabled and, with O(live), started.
     A unit that systemd does not know fails the module, with O(missing_hint) appended to the message.
+  - An engine found stopped (for example by a run killed during its restart) is started the way
+    M(accel.nodes.engine_restart) restarts it - checked, and put back on its last known good configuration when it
+    does not start with the current one.
   - With O(live), keeps the configuration each engine runs with as its last known good one, which
     M(accel.nodes.engine_restart) puts back when a changed configuration keeps the engine from starting.
   - B(Docker.) A running Docker is asked C(docker info) once, which gives RV(cgroup_driver). When C(daemon.json)
     is what Docker was last seen running with, nothing more is read. Otherwise Docker reads C(daemon.json) when it
     starts, so a file older than the running daemon is the one it runs with, and it is kept. A file changed since
-    is compared with what C(docker info) said. A runtime registration (or
-    C(default-runtime)) that Docker does not run with yet is a change whose restart never happened, for example
-    in a run that failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
-    Other edits are left for the user to apply, since a restart stops running containers; RV(messages) says so.
+    is compared with what C(docker info) said, and with the last known good C(daemon.json). A runtime
+    registration (or C(default-runtime)) that Docker does not run with, or a managed key (O(managed_keys), and
+    C(features), which M(accel.nodes.container_runtime) writes) whose value differs from the last known good one
+    (where none was recorded: that the file sets), is a change whose restart never happened: for example in a run that
+    was killed or failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
+    Edits to other keys are left for the user to apply, since a restart stops running containers; RV(messages)
+    says so.
   - B(containerd.) The files under O(containerd_dir) are kept, as a tar and the digest of the files, when none is
-    newer than the running daemon and the digest changed.
+    newer than the running daemon and the digest changed. Where one is newer and the files differ from the last
+    known good ones (or none was recorded), containerd does not run with them yet: RV(restart) names
+    C(containerd). C(containerd config dump) cannot tell, since it reads the files, not the running daemon; and
+    a restart of containerd leaves running containers running (their shims stay).
+  - B(Interrupted runs.) With O(packages) on dpkg, RV(interrupted) lists what a dpkg run left half-way, and any
+    temporary file of an interrupted write beside C(daemon.json) or in C(conf.d), for
+    M(accel.nodes.interrupted_run) to finish.
   - One C(systemctl show) answers for every unit, and one C(docker info) for Docker; a converged node needs nothing
     more.
 author:
@@ -69,6 +81,22 @@ options:
       - Text appended to the failure message when a unit is not installed, to say what to do.
     type: str
     default: ''
+  managed_keys:
+    description:
+      - Top-level C(daemon.json) keys the caller manages besides C(runtimes), C(default-runtime) (compared with
+        what C(docker info) answers) and C(features).
+        Where one differs from the last known good C(daemon.json) and the file changed after Docker started,
+        Docker is to be restarted (RV(restart)).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
+  timeout:
+    description:
+      - Seconds to wait for an engine found stopped to answer after its start.
+    type: int
+    default: 60
+    version_added: 0.4.0
 seealso:
   - module: accel.nodes.engine_restart
 """
@@ -128,6 +156,24 @@ last_good:
   type: list
   elements: str
   sample: [docker]
+pending_keys:
+  description:
+    - The managed C(daemon.json) keys whose value differs from the last known good C(daemon.json), where the file
+      changed after Docker started.
+  returned: always
+  type: list
+  elements: str
+  sample: [log-opts]
+  version_added: 0.4.0
+interrupted:
+  description:
+    - What an interrupted run left, as M(accel.nodes.node_probe) returns it (RV(accel.nodes.node_probe#module:interrupted)):
+      packages dpkg left half-way (with O(packages) on dpkg), and temporary files of interrupted writes.
+  returned: always
+  type: list
+  elements: str
+  sample: ["docker.io: half-installed (reinstreq)"]
+  version_added: 0.4.0
 pending_runtimes:
   description:
     - The runtime registrations in C(daemon.json) that Docker does not run with, as C(name=path), and
@@ -147,32 +193,33 @@ messages:
   returned: always
   type: list
   elements: str
-  sample: ["/etc/containerd changed after containerd started, so containerd does not run with it yet and it is not
-           kept as the last known good configuration. Restart containerd when it suits you."]
+  sample: ["/etc/containerd changed after containerd started and differs from the configuration containerd was last
+           seen running with. The checked restart handler applies it."]
 """
 
 import os
 import re
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 from ansible_collections.accel.nodes.plugins.module_utils import _engine
 from ansible_collections.accel.nodes.plugins.module_utils import _files
+from ansible_collections.accel.nodes.plugins.module_utils import _interrupted
 from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
 from ansible_collections.accel.nodes.plugins.module_utils._engine import UNITS, Host
 
 
-def missing_packages(host: Host, names: List[str]) -> List[str]:
-    """The names of packages that are not installed, in the order given: from dpkg's status file
-    where there is one (only Status "installed" counts), otherwise from one rpm -q."""
+def missing_packages(host: Host, names: List[str]) -> Tuple[List[str], Optional[str]]:
+    """The names of packages that are not installed, in the order given, and dpkg's status text: from dpkg's
+    status file where there is one (only Status "installed" counts), otherwise from one rpm -q."""
     if not names:
-        return []
+        return [], None
     status = _dpkg.read_status(_dpkg.STATUS_FILE)
     if status is not None:
         packages = _dpkg.parse_status(status)
-        return [n for n in names if packages.get(n, {}).get('status') != 'installed']
+        return [n for n in names if packages.get(n, {}).get('status') != 'installed'], status
     rpm = host.module.get_bin_path('rpm')
     if not rpm:
         host.module.fail_json(msg='Cannot tell which packages are installed: this node has neither %s nor rpm.'
@@ -182,7 +229,7 @@ def missing_packages(host: Host, names: List[str]) -> List[str]:
     absent = set(re.findall(r'^package (.+) is not installed$', out, re.M))
     if rc_ != 0 and not absent:
         host.module.fail_json(msg='rpm -q failed (rc %d): %s' % (rc_, (err or out).strip()))
-    return [n for n in names if n in absent]
+    return [n for n in names if n in absent], None
 
 
 def missing(host: Host, units: List[str], hint: str) -> None:
@@ -227,9 +274,13 @@ def enable_and_start(host: Host, engines: List[str], hint: str, result: Dict) ->
         if props.get('ActiveState') not in ('active', 'activating'):
             result['started'].append(unit)
             if not host.check_mode:
-                rc_, out, err = host.systemctl('start', unit)
-                if rc_ != 0:
-                    host.module.fail_json(msg='Unable to start service %s: %s' % (unit, (err or out).strip()))
+                # Started as the handlers restart it: a run killed during a checked restart may have left
+                # it stopped, with a configuration it cannot start with.
+                outcome = _engine.checked_restart(host, engine)
+                if outcome.get('failed'):
+                    host.module.fail_json(msg=outcome['msg'], restored=outcome.get('restored'), **result)
+                if outcome.get('kept'):
+                    result['last_good'].append(engine)
     if result['started'] and not host.check_mode:
         units = host.show(engines)  # the new main processes
     return units
@@ -242,7 +293,7 @@ def main_pid(props: Dict[str, str]) -> int:
         return 0
 
 
-def docker_last_good(host: Host, pid: int, result: Dict) -> None:
+def docker_last_good(host: Host, pid: int, result: Dict, managed_keys: List[str]) -> None:
     """Keep the daemon.json Docker runs with, or find the runtimes it does not run with yet;
     and say which cgroup driver it runs with."""
     info = host.docker_info() if pid else None
@@ -266,21 +317,33 @@ def docker_last_good(host: Host, pid: int, result: Dict) -> None:
         return
     pending = _engine.pending_runtimes(config, info)
     result['pending_runtimes'] = pending
+    keys = _engine.pending_keys(config, host.docker_last_good_config(),
+                                [k for k in list(_engine.DOCKER_MANAGED_KEYS) + managed_keys
+                                 if k not in ('runtimes', 'default-runtime')])
+    keys = list(dict.fromkeys(keys))
+    result['pending_keys'] = keys
     if pending:
         result['restart'].append('docker')
         result['messages'].append(
             '%s registers %s, which Docker does not run with: it changed after Docker started and no restart '
             'followed. The checked restart handler applies it, and puts the last known good daemon.json back if '
             'Docker does not start.' % (path, ', '.join(pending)))
+    elif keys:
+        result['restart'].append('docker')
+        result['messages'].append(
+            '%s sets %s other than the daemon.json Docker was last seen running with: it changed after Docker '
+            'started and no restart followed. The checked restart handler applies it, and puts the last known good '
+            'daemon.json back if Docker does not start.' % (path, ', '.join(keys)))
     else:
         result['messages'].append(
-            '%s changed after Docker started. The change does not touch runtimes, so this role does not restart '
-            'Docker for it (a restart stops running containers). Restart Docker when it suits you. Until then it '
-            'is not kept as the last known good daemon.json.' % path)
+            '%s changed after Docker started. The change touches no key this collection manages, so it does not '
+            'restart Docker for it (a restart stops running containers). Restart Docker when it suits you. Until '
+            'then it is not kept as the last known good daemon.json.' % path)
 
 
-def containerd_last_good(host: Host, pid: int, result: Dict) -> None:
-    """Keep the files containerd runs with: those older than the running daemon."""
+def containerd_last_good(host: Host, pid: int, result: Dict, managed_keys: List[str]) -> None:
+    """Keep the files containerd runs with: those older than the running daemon. Newer files that differ from
+    the last good ones are a change whose restart never happened."""
     if pid == 0:
         return
     started = host.started(pid)
@@ -288,9 +351,14 @@ def containerd_last_good(host: Host, pid: int, result: Dict) -> None:
         if host.keep_containerd():
             result['last_good'].append('containerd')
         return
+    if host.containerd_in_sync():
+        return
+    result['restart'].append('containerd')
     result['messages'].append(
-        '%s changed after containerd started, so containerd does not run with it yet and it is not kept as the '
-        'last known good configuration. Restart containerd when it suits you.' % host.containerd_dir)
+        '%s changed after containerd started and differs from the configuration containerd was last seen running '
+        'with (or none was recorded): no restart followed the change. The checked restart handler applies it, and '
+        'puts the last known good configuration back if containerd does not start. Running containers keep '
+        'running.' % host.containerd_dir)
 
 
 def main() -> None:
@@ -300,22 +368,29 @@ def main() -> None:
             live=dict(type='bool', default=True),
             packages=dict(type='list', elements='str', default=[]),
             missing_hint=dict(type='str', default=''),
+            managed_keys=dict(type='list', elements='str', default=[], no_log=False),
+            timeout=dict(type='int', default=60),
             **_engine.PATH_OPTIONS
         ),
         supports_check_mode=True,
     )
     p = module.params
-    host = Host(module, p['config_path'], p['containerd_dir'], p['state_dir'])
+    host = Host(module, p['config_path'], p['containerd_dir'], p['state_dir'], p['timeout'])
     engines = [e for e in _engine.ENGINE_ORDER if e in p['engines']]
-    result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], restart=[], messages=[],
-                        missing_packages=missing_packages(host, p['packages']), cgroup_driver=None)
-    if result['missing_packages']:
+    missing, status_text = missing_packages(host, p['packages'])
+    result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], pending_keys=[], restart=[],
+                        messages=[], missing_packages=missing, cgroup_driver=None,
+                        interrupted=_interrupted.detect(
+                            [p['config_path'], os.path.join(p['containerd_dir'], 'config.toml'),
+                             os.path.join(p['containerd_dir'], 'conf.d', os.path.basename(rc.CONTAINERD_DROP_IN))],
+                            status_text))
+    if result['missing_packages'] or result['interrupted']:
         module.exit_json(changed=False, **result)
     if p['live']:
         units = enable_and_start(host, engines, p['missing_hint'], result)
         for engine in engines:
             keep = containerd_last_good if engine == 'containerd' else docker_last_good
-            keep(host, main_pid(units[engine]), result)
+            keep(host, main_pid(units[engine]), result, p['managed_keys'])
     else:
         enable_offline(host, engines, p['missing_hint'], result)
     result['changed'] = bool(result['enabled'] or result['started'] or result['last_good'])

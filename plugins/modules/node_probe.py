@@ -185,6 +185,17 @@ directories:
   returned: always
   type: dict
   sample: {/dev/char: {"195:0": ../nvidia0, "195:255": ../nvidiactl, "1:3": ../null}}
+interrupted:
+  description:
+    - What an interrupted run left, one line each; empty when nothing. With O(packages) on dpkg, the packages a
+      dpkg run left half-way (as C(name: state)) and a journal that no run folded in; for every path of O(paths),
+      the temporary files of this collection's atomic writes and dpkg's C(.dpkg-*) files beside it.
+      M(accel.nodes.interrupted_run) finishes them; the roles run it only where this is not empty.
+  returned: always
+  type: list
+  elements: str
+  sample: ["docker.io: half-installed (reinstreq)", "dpkg journal: /var/lib/dpkg/updates"]
+  version_added: 0.4.0
 """
 
 import os
@@ -193,23 +204,26 @@ from typing import Any, Dict, Optional
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _files
+from ansible_collections.accel.nodes.plugins.module_utils import _interrupted
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 
 _ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
 def read_packages(module: AnsibleModule, patterns: list) -> tuple:
+    """(package manager, packages, dpkg's status text or None)."""
     if os.path.exists(_node_probe.DPKG_STATUS):
         with open(_node_probe.DPKG_STATUS, 'r', encoding='utf-8', errors='replace') as handle:
-            return 'dpkg', _node_probe.parse_dpkg_status(handle.read(), patterns)
+            text = handle.read()
+        return 'dpkg', _node_probe.parse_dpkg_status(text, patterns), text
     rpm = module.get_bin_path('rpm')
     if not rpm:
-        return 'none', {}
+        return 'none', {}, None
     rc, out, err = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\n'],
                                       environ_update=_ENV)
     if rc != 0:
         module.fail_json(msg='rpm -qa failed (rc %d): %s' % (rc, err.strip()), rc=rc)
-    return 'rpm', _node_probe.parse_rpm_query(out, patterns)
+    return 'rpm', _node_probe.parse_rpm_query(out, patterns), None
 
 
 def _options(module: AnsibleModule, name: str, spec: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
@@ -274,8 +288,10 @@ def main() -> None:
         result.setdefault('ansible_facts', {})['accelerators'] = accelerator_facts(module, p['accelerators'])
     if p['cuda'] is not None:
         result['cuda'] = cuda_checks(module, p['cuda'], (result.get('ansible_facts') or {}).get('accelerators'))
+    status_text = None
     if p['packages']:
-        result['package_manager'], result['packages'] = read_packages(module, p['packages'])
+        result['package_manager'], result['packages'], status_text = read_packages(module, p['packages'])
+    result['interrupted'] = _interrupted.detect(p['paths'], status_text)
     result['paths'] = dict((path, _node_probe.describe(path)) for path in p['paths'])
     result['executables'] = dict((name, _node_probe.first_executable([str(c) for c in (candidates or [])]))
                                  for name, candidates in p['executables'].items())

@@ -217,6 +217,7 @@ def engine_node(tmp_path, monkeypatch, module_in_tmp):
     monkeypatch.setattr(Host, 'sleep', staticmethod(fake.sleep))
     monkeypatch.setattr(Host, 'started', staticmethod(fake.started))
     monkeypatch.setattr(_dpkg, 'STATUS_FILE', str(fake.dpkg_status))
+    monkeypatch.setattr(_dpkg, 'UPDATES_DIR', str(fake.dpkg_status.parent / 'updates'))
     monkeypatch.setattr(AnsibleModule, 'get_bin_path',
                         lambda module, name, *a, **kw: '/usr/bin/rpm' if name == 'rpm' and fake.rpm is not None else None)
     mains = {'restart': module_in_tmp(engine_restart.main), 'state': module_in_tmp(engine_state.main)}

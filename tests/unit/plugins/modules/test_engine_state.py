@@ -13,6 +13,8 @@ USER = {'storage-driver': 'vfs', 'log-driver': 'json-file'}
 # dpkg status files of the Molecule scenario neuron's node (tests/fixtures/neuron/README.md): docker.io is not
 # installed yet after prepare.yml, and is after converge.yml; runc is in neither.
 FIXTURES = Path(__file__).parents[3] / 'fixtures' / 'neuron'
+# A node whose docker.io unpack was killed, as dpkg left it (tests/fixtures/interrupted/README.md).
+INTERRUPTED = Path(__file__).parents[3] / 'fixtures' / 'interrupted' / 'docker-io-unpack'
 NVIDIA = {'nvidia': {'path': '/usr/bin/nvidia-container-runtime'}}
 
 
@@ -64,9 +66,9 @@ def test_other_changes_since_docker_started_are_left_to_the_user(node):
     result = node.run(engines=['docker'])
     assert result['restart'] == [] and result['pending_runtimes'] == []
     assert result['messages'] == [
-        '%s changed after Docker started. The change does not touch runtimes, so this role does not restart Docker '
-        'for it (a restart stops running containers). Restart Docker when it suits you. Until then it is not kept '
-        'as the last known good daemon.json.' % node.daemon_json]
+        '%s changed after Docker started. The change touches no key this collection manages, so it does not restart '
+        'Docker for it (a restart stops running containers). Restart Docker when it suits you. Until then it is not '
+        'kept as the last known good daemon.json.' % node.daemon_json]
     assert not (node.state_dir / 'daemon.json.last-good').exists()
 
 
@@ -89,17 +91,107 @@ def test_docker_that_does_not_answer_keeps_nothing(node):
     assert not node.state_dir.exists()
 
 
-def test_containerd_changed_since_it_started_is_said_and_not_kept(node):
+def test_containerd_files_changed_since_it_started_ask_for_a_restart_and_are_not_kept(node):
+    # A run wrote a drop-in and was killed before its handler: containerd config dump would read the new file,
+    # but the running containerd does not have it.
     node.boot('containerd.service')
     node.run(engines=['containerd'])
     kept = (node.state_dir / 'containerd.last-good.tar.sha256').read_text()
     node.touch(node.containerd_dir / 'conf.d' / '99-accel-nodes.toml', 'version = 2\n')
     result = node.run(engines=['containerd'])
-    assert result['last_good'] == []
+    assert result['last_good'] == [] and result['restart'] == ['containerd']
     assert result['messages'] == [
-        '%s changed after containerd started, so containerd does not run with it yet and it is not kept as the last '
-        'known good configuration. Restart containerd when it suits you.' % node.containerd_dir]
+        '%s changed after containerd started and differs from the configuration containerd was last seen running '
+        'with (or none was recorded): no restart followed the change. The checked restart handler applies it, and '
+        'puts the last known good configuration back if containerd does not start. Running containers keep '
+        'running.' % node.containerd_dir]
     assert (node.state_dir / 'containerd.last-good.tar.sha256').read_text() == kept
+    # The handler's restart applies it; the next run has nothing to say.
+    assert not node.run('restart', engine='containerd').get('failed')
+    again = node.run(engines=['containerd'])
+    assert again['restart'] == [] and again['messages'] == []
+
+
+def test_containerd_files_touched_but_unchanged_since_it_started_need_nothing(node):
+    node.touch(node.containerd_dir / 'conf.d' / '99-accel-nodes.toml', 'version = 2\n')
+    node.boot('containerd.service')
+    node.run(engines=['containerd'])
+    node.touch(node.containerd_dir / 'conf.d' / '99-accel-nodes.toml', 'version = 2\n')
+    result = node.run(engines=['containerd'])
+    assert result['restart'] == [] and result['messages'] == []
+
+
+def test_a_managed_key_written_after_docker_started_asks_for_a_restart(node):
+    # X2 of issue 24: docker_daemon_options changed, the merge wrote daemon.json, and the run was killed before
+    # its handler. The key is not one docker info shows; the last known good daemon.json tells.
+    node.touch(node.daemon_json, json.dumps(dict(USER, runtimes=NVIDIA)))
+    node.boot('containerd.service', 'docker.service')
+    node.run(managed_keys=['log-opts'])
+    node.touch(node.daemon_json, json.dumps(dict(USER, runtimes=NVIDIA, **{'log-opts': {'max-size': '10m'}})))
+    result = node.run(managed_keys=['log-opts'])
+    assert result['pending_keys'] == ['log-opts'] and result['pending_runtimes'] == []
+    assert result['restart'] == ['docker']
+    assert result['messages'] == [
+        '%s sets log-opts other than the daemon.json Docker was last seen running with: it changed after Docker '
+        'started and no restart followed. The checked restart handler applies it, and puts the last known good '
+        'daemon.json back if Docker does not start.' % node.daemon_json]
+    # Unmanaged, the same edit is the user's to apply.
+    assert node.run()['restart'] == []
+    assert not node.run('restart', engine='docker').get('failed')
+    assert node.run(managed_keys=['log-opts'])['restart'] == []
+
+
+def test_features_written_by_the_runtime_roles_count_as_managed(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('containerd.service', 'docker.service')
+    node.run()
+    node.touch(node.daemon_json, json.dumps(dict(USER, features={'cdi': True})))
+    result = node.run()
+    assert result['pending_keys'] == ['features'] and result['restart'] == ['docker']
+
+
+def test_an_engine_left_stopped_with_a_config_it_rejects_gets_the_last_good_one_back(node):
+    # A run killed during its checked restart: the unit is down, daemon.json is the new one, and Docker
+    # refuses it. Starting it is checked as the handler's restart is.
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('containerd.service', 'docker.service')
+    node.run()
+    node.touch(node.daemon_json, json.dumps(dict(USER, hosts=['unix:///var/run/docker.sock'])))
+    node.units['docker.service'].pid = 0
+    result = node.run()
+    assert result['failed'] is True and result['restored'] is True
+    assert result['msg'].startswith('Docker did not start with the changed %s. The last known good daemon.json was '
+                                    'restored and Docker runs again with it.' % node.daemon_json)
+    assert json.loads(node.daemon_json.read_text()) == USER
+    assert node.units['docker.service'].pid
+
+
+def test_an_engine_left_stopped_is_started_and_its_configuration_kept(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.boot('containerd.service')
+    result = node.run()
+    assert result['started'] == ['docker.service'] and sorted(result['last_good']) == ['containerd', 'docker']
+    assert node.verbs().count('systemctl reset-failed') == 1
+
+
+def test_what_an_interrupted_dpkg_run_left_comes_first(node):
+    # dpkg's status and journal on a node whose docker.io unpack was killed (tests/fixtures/interrupted/).
+    shutil.copytree(INTERRUPTED / 'updates', node.dpkg_status.parent / 'updates')
+    shutil.copy(INTERRUPTED / 'status', node.dpkg_status)
+    node.touch(node.daemon_json, json.dumps(USER))
+    result = node.run(packages=['docker.io', 'python3-requests'])
+    assert 'docker.io: half-installed (reinstreq)' in result['interrupted']
+    assert 'containerd: unpacked' in result['interrupted']
+    assert result['started'] == [] and result['changed'] is False
+    assert node.calls == []
+
+
+def test_a_temporary_file_of_an_interrupted_write_is_reported(node):
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.touch(node.daemon_json.parent / '.daemon.json.k2j4hd1x.tmp', '{')
+    node.boot('containerd.service', 'docker.service')
+    result = node.run(packages=[])
+    assert result['interrupted'] == [str(node.daemon_json.parent / '.daemon.json.k2j4hd1x.tmp')]
 
 
 def test_check_mode_predicts_and_writes_nothing(node):

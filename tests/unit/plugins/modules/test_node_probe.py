@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _dpkg, _node_probe
 from ansible_collections.accel.nodes.plugins.modules import node_probe
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures'
@@ -170,3 +170,24 @@ def test_directories_list_entries_with_link_targets(run_module, tmp_path):
     result = run_module(node_probe.main, dict(directories=[str(char), str(tmp_path / 'missing')]))
     assert result['directories'] == {str(char): {'195:0': '../nvidia0', '195:255': '../nvidiactl', 'plain': None},
                                      str(tmp_path / 'missing'): None}
+
+
+def test_what_an_interrupted_run_left_is_named(run_module, monkeypatch, tmp_path):
+    # dpkg's status and journal of a node whose docker.io unpack was killed (tests/fixtures/interrupted).
+    killed = FIXTURES / 'interrupted' / 'docker-io-unpack'
+    monkeypatch.setattr(_node_probe, 'DPKG_STATUS', str(killed / 'status'))
+    monkeypatch.setattr(_dpkg, 'UPDATES_DIR', str(killed / 'updates'))
+    (tmp_path / 'config.toml').write_text('')
+    (tmp_path / '.config.toml.a1b2c3.tmp').write_text('')
+    result = run_module(node_probe.main, {'packages': ['^docker'], 'paths': [str(tmp_path / 'config.toml')]})
+    # The packages are the status file's alone; docker.io's record is still in the journal.
+    assert 'docker.io' not in result['packages']
+    assert 'docker.io: half-installed (reinstreq)' in result['interrupted']
+    assert 'dpkg journal: %s' % (killed / 'updates') in result['interrupted']
+    assert result['interrupted'][-1] == str(tmp_path / '.config.toml.a1b2c3.tmp')
+
+
+def test_a_finished_node_has_nothing_interrupted(run_module, monkeypatch, tmp_path):
+    monkeypatch.setattr(_node_probe, 'DPKG_STATUS', str(FIXTURES / 'neuron' / 'dpkg-status-inf1-converged'))
+    monkeypatch.setattr(_dpkg, 'UPDATES_DIR', str(tmp_path))
+    assert run_module(node_probe.main, {'packages': ['^aws-neuron']})['interrupted'] == []
