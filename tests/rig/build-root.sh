@@ -48,7 +48,7 @@ command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y 
 
 rootfs=$(mktemp -d /var/tmp/accel-build-root.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
-chmod 0755 "$rootfs" # it becomes the image's /; mktemp made it 0700
+chmod 0755 "$rootfs" # mktemp made it 0700, which keeps apt's _apt user out of the chroot
 # An older debootstrap (Debian 12's) may lack a script for a newer suite; sid's serves.
 script=/usr/share/debootstrap/scripts/$suite
 [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
