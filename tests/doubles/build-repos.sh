@@ -2,26 +2,35 @@
 # Build signed local apt repositories that stand in for the vendor ones (the kernel
 # doubles of packages/kernel go into cuda and neuron both):
 #   cuda                  flat repo, like developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+#                         and .../repos/debian13/x86_64/ (the same packages under both)
 #   libnvidia-container   flat repo, like nvidia.github.io/libnvidia-container/stable/deb/amd64/
 #   neuron                suite repo, like apt.repos.neuron.amazonaws.com bookworm main
+#                         and trixie main (the same packages in both suites)
 # Each repo is signed with its own throwaway key generated here, so the roles'
 # signed-by keyring and fingerprint checks run for real. The packages are the
 # test doubles under tests/doubles/packages/<repo>/<package>/ (see README.md),
 # except nvidia-container-toolkit and nvidia-container-toolkit-base in the
-# libnvidia-container repo: those are the real 1.17.8-1 packages, built from
-# the vendor's source by tests/rig/toolkit-debs.sh (cached; ACCEL_TOOLKIT_SRC
-# says where the source comes from).
+# libnvidia-container repo: those are the real packages of every toolkit
+# version in toolkit_versions below, built from the vendor's source by
+# tests/rig/toolkit-debs.sh (cached; ACCEL_TOOLKIT_SRC says where the source
+# comes from). The libnvidia-container doubles are built once per toolkit
+# version from one tree: @VERSION@ in their files becomes that version, so a
+# node pinning the four packages to either version gets a consistent set
+# (1.20.0's toolkit wants libnvidia-container-tools (= 1.20.0-1) exactly).
 #
 # Usage: build-repos.sh [OUTDIR]   (default build/repos; rebuilt only when
 # tests/doubles or the toolkit packages change). Prints OUTDIR. Layout of OUTDIR:
 #   keys/<repo>.asc, keys/<repo>.fingerprint
-#   cuda/debian12/x86_64/, libnvidia-container/stable/deb/amd64/, neuron/dists/bookworm/...
+#   cuda/debian12/x86_64/, cuda/debian13/x86_64/, libnvidia-container/stable/deb/amd64/,
+#   neuron/dists/bookworm/..., neuron/dists/trixie/..., neuron/pool/main/
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(realpath -m "${1:-$here/../../build/repos}")
-toolkit_debs=$("$here/../rig/toolkit-debs.sh")
-stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum; cat "$toolkit_debs/SHA256SUMS") |
-  sha256sum | cut -c1-16)
+toolkit_versions=(1.17.8 1.20.0)
+toolkit_debs=()
+for v in "${toolkit_versions[@]}"; do toolkit_debs+=("$("$here/../rig/toolkit-debs.sh" "$v")"); done
+stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
+  for d in "${toolkit_debs[@]}"; do cat "$d/SHA256SUMS"; done) | sha256sum | cut -c1-16)
 if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"
   exit 0
@@ -39,13 +48,15 @@ work=$(mktemp -d)
 gnupg=$final.gnupg
 trap 'gpgconf --homedir "$gnupg" --kill all 2>/dev/null || true; rm -rf "$work" "$out"' EXIT
 
-build_debs() { # repo destdir
+build_debs() { # repo destdir [version]
   local pkg
   mkdir -p "$2"
   for pkg in "$here/packages/$1"/*/; do
     [ -f "$pkg/DEBIAN/control" ] || continue
     # The tree may lose modes in git; maintainer scripts and bin/ must run.
     cp -a "$pkg" "$work/pkg"
+    # A versioned repo's doubles carry @VERSION@ where the version goes.
+    [ -z "${3:-}" ] || { grep -rlZF @VERSION@ "$work/pkg" || :; } | xargs -0r sed -i "s/@VERSION@/$3/g"
     find "$work/pkg" -type d -exec chmod 0755 {} +
     find "$work/pkg" -type f -exec chmod 0644 {} +
     # DKMS runs a module's PRE_INSTALL/POST_INSTALL/POST_REMOVE scripts only when executable.
@@ -72,31 +83,42 @@ for repo in cuda libnvidia-container neuron; do
     awk -F: '/^fpr:/ {print $10; exit}' >"$out/keys/$repo.fingerprint"
 done
 
-flat_repo() { # repo dir
-  build_debs "$1" "$2"
-  # The kernel doubles (packages/kernel) stand for the distribution's archive, which
-  # both driver repositories' nodes need; each repository carries a copy.
-  [ "$1" = cuda ] && build_debs kernel "$2"
+flat_index() { # repo dir: index and sign the .debs already in dir
   (cd "$2" && apt-ftparchive packages . >Packages && gzip -9kf Packages &&
     apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of $1" release . >Release)
   sign "$1@doubles.invalid" "$2"
 }
-flat_repo cuda "$out/cuda/debian12/x86_64"
-mkdir -p "$out/libnvidia-container/stable/deb/amd64"
-cp "$toolkit_debs"/*.deb "$out/libnvidia-container/stable/deb/amd64/"
-flat_repo libnvidia-container "$out/libnvidia-container/stable/deb/amd64"
+
+# The kernel doubles (packages/kernel) stand for the distribution's archive, which
+# both driver repositories' nodes need; each repository carries a copy. One flat
+# repo per Debian release, as NVIDIA lays them out; the doubles are the same.
+build_debs cuda "$out/cuda/debian12/x86_64"
+build_debs kernel "$out/cuda/debian12/x86_64"
+flat_index cuda "$out/cuda/debian12/x86_64"
+mkdir -p "$out/cuda/debian13"
+cp -a "$out/cuda/debian12/x86_64" "$out/cuda/debian13/"
+
+lnc=$out/libnvidia-container/stable/deb/amd64
+mkdir -p "$lnc"
+for i in "${!toolkit_versions[@]}"; do
+  cp "${toolkit_debs[$i]}"/*.deb "$lnc/"
+  build_debs libnvidia-container "$lnc/" "${toolkit_versions[$i]}"
+done
+flat_index libnvidia-container "$lnc"
 
 neuron=$out/neuron
 build_debs neuron "$neuron/pool/main"
 build_debs kernel "$neuron/pool/main"
-mkdir -p "$neuron/dists/bookworm/main/binary-amd64"
-(cd "$neuron" && apt-ftparchive packages pool/main >dists/bookworm/main/binary-amd64/Packages &&
-  gzip -9kf dists/bookworm/main/binary-amd64/Packages &&
-  apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of neuron" \
-    -o APT::FTPArchive::Release::Suite=bookworm -o APT::FTPArchive::Release::Codename=bookworm \
-    -o APT::FTPArchive::Release::Components=main -o APT::FTPArchive::Release::Architectures=amd64 \
-    release dists/bookworm >dists/bookworm/Release.tmp && mv dists/bookworm/Release.tmp dists/bookworm/Release)
-sign "neuron@doubles.invalid" "$neuron/dists/bookworm"
+for suite in bookworm trixie; do
+  mkdir -p "$neuron/dists/$suite/main/binary-amd64"
+  (cd "$neuron" && apt-ftparchive packages pool/main >"dists/$suite/main/binary-amd64/Packages" &&
+    gzip -9kf "dists/$suite/main/binary-amd64/Packages" &&
+    apt-ftparchive -o APT::FTPArchive::Release::Origin="accel.nodes double of neuron" \
+      -o APT::FTPArchive::Release::Suite="$suite" -o APT::FTPArchive::Release::Codename="$suite" \
+      -o APT::FTPArchive::Release::Components=main -o APT::FTPArchive::Release::Architectures=amd64 \
+      release "dists/$suite" >"dists/$suite/Release.tmp" && mv "dists/$suite/Release.tmp" "dists/$suite/Release")
+  sign "neuron@doubles.invalid" "$neuron/dists/$suite"
+done
 
 chmod -R a+rX "$out"
 echo "$stamp" >"$out/.stamp"
