@@ -38,7 +38,6 @@ command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y 
 
 rootfs=$(mktemp -d /var/tmp/accel-node-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
-chmod 0755 "$rootfs" # it becomes the image's /; mktemp made it 0700
 # Debian 12's debootstrap has no script for forky; sid's serves every suite since bookworm.
 script=/usr/share/debootstrap/scripts/$suite
 [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
