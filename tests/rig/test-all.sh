@@ -72,8 +72,16 @@ molecule_all() {
   done
 }
 
+# The kill tier (tests/interrupt/run.sh): converge runs killed at fixed points on
+# the nodes of the scenario site, and the runs after them must finish the job.
+interrupt() {
+  local image repos
+  image=$(tests/rig/node-image.sh) && repos=$(tests/doubles/build-repos.sh) || return 1
+  ACCEL_NODE_IMAGE=$image ACCEL_REPOS_DIR=$repos tests/interrupt/run.sh
+}
+
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule chroot)
+[ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule interrupt chroot)
 for s in "${stages[@]}"; do
   case $s in
     host) stage host tests/rig/host.sh ;;
@@ -84,6 +92,7 @@ for s in "${stages[@]}"; do
     sanity) stage sanity sanity ;;
     build) stage "build + ansible-doc" build ;;
     molecule) molecule_all ;;
+    interrupt) stage "interrupted runs" interrupt ;;
     # bake.yml through a real chroot (tests/chroot/README.md), on build hosts
     # with accelerators of another kind and without any: the images must match.
     chroot) stage "chroot bake" tests/chroot/bake.sh g5 g5-nodev inf2 inf2-nodev ;;
