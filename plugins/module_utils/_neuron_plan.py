@@ -57,9 +57,10 @@ def version_spec(name: str, version: str, separator: str, glob: str) -> str:
 
 
 def pin_matches(installed: str, pin: str, glob: str) -> bool:
-    """Whether an installed version satisfies a pin as the package manager reads the spec."""
+    """Whether an installed version satisfies a pin as the package manager reads the spec. On rpm the installed
+    version is VERSION-RELEASE (node_probe), and dnf reads name-VERSION as any release of it."""
     pattern = pin if pin.endswith('*') else pin + glob
-    return fnmatch.fnmatchcase(installed, pattern)
+    return fnmatch.fnmatchcase(installed, pattern) or fnmatch.fnmatchcase(installed.rsplit('-', 1)[0], pattern)
 
 
 def driver_plan(accelerators: Optional[Mapping], settings: Mapping[str, Any]) -> Dict[str, Any]:

@@ -69,14 +69,19 @@ def parse_dpkg_status(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str,
 
 
 def parse_rpm_query(text: str, patterns: Iterable[str]) -> Dict[str, Dict[str, Any]]:
-    """The same shape from `rpm -qa --qf '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\n'`; rpm has no selections."""
+    """The same shape from `rpm -qa --qf '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\n'`; rpm has no selections.
+
+    version is VERSION-RELEASE, as the roles pin on dnf (nvidia-container-toolkit-1.17.8-1: NVIDIA's install
+    guide) and as dpkg's version carries the Debian revision; release alone is kept too. The epoch is left out,
+    as the pins leave it out."""
     regexes = [re.compile(p) for p in patterns]
     found = {}  # type: Dict[str, Dict[str, Any]]
     for line in text.splitlines():
         fields = line.split('\t')
         if len(fields) != 3 or not any(r.search(fields[0]) for r in regexes):
             continue
-        found[fields[0]] = {'version': fields[1], 'release': fields[2], 'selection': None, 'status': 'installed'}
+        found[fields[0]] = {'version': '%s-%s' % (fields[1], fields[2]), 'release': fields[2], 'selection': None,
+                            'status': 'installed'}
     return found
 
 

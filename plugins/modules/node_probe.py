@@ -143,8 +143,8 @@ package_manager:
 packages:
   description:
     - The installed packages whose name matches O(packages), by name. C(version) is the whole Debian version
-      on dpkg, the version without the release on rpm (C(release) holds it); C(selection) is the dpkg selection
-      (V(install), V(hold)), null on rpm.
+      on dpkg, C(VERSION-RELEASE) on rpm (C(release) holds the release alone; the epoch is left out); C(selection)
+      is the dpkg selection (V(install), V(hold)), null on rpm.
   returned: always
   type: dict
   sample: {aws-neuronx-dkms: {version: 2.24.13.0, selection: hold, status: installed}}

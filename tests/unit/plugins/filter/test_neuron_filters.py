@@ -247,9 +247,11 @@ def test_unknown_packages_run_every_task():
 
 
 def test_rpm_holds_every_installed_package_as_versionlock_is_idempotent():
-    installed = {'aws-neuronx-dkms': {'version': '2.27.4.0', 'release': '1', 'selection': None, 'status': 'installed'},
-                 'aws-neuronx-tools': {'version': '2.29.18.0', 'release': '1', 'selection': None, 'status': 'installed'},
-                 'kernel-core': {'version': '6.1.102', 'release': '108.177.amzn2023', 'selection': None, 'status': 'installed'}}
+    # node_probe's rpm versions are VERSION-RELEASE; dnf reads the pins (name-2.29.18.0, name-2.24.*) as any release.
+    installed = {'aws-neuronx-dkms': {'version': '2.27.4.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
+                 'aws-neuronx-tools': {'version': '2.29.18.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
+                 'kernel-core': {'version': '6.1.102-108.177.amzn2023', 'release': '108.177.amzn2023', 'selection': None,
+                                 'status': 'installed'}}
     plan = neuron.neuron_driver_plan({'ec2': {'instance_type': 'inf2.xlarge'}}, driver_settings('RedHat'))
     kernel = _role_yaml('neuron_driver', 'vars', 'RedHat.yml')['__neuron_driver_kernel_packages']
     actions = neuron.neuron_driver_packages(installed, plan, package_settings(version_glob='', kernel_packages=kernel))
@@ -409,3 +411,16 @@ def test_a_binary_that_does_not_run_is_a_problem_with_the_fix():
     assert check['runs'] is False
     assert check['problem'].startswith('`/usr/local/bin/oci-add-hooks --version` returned rc 2')
     assert 'check the binary install (URL and checksum, package, or build)' in check['problem']
+
+
+@pytest.mark.parametrize('installed, pin, glob, matches', [
+    ('2.24.13.0-1', '2.24.*', '', True),                      # rpm, a glob pin
+    ('2.31.24.0-1a31ba186', '2.31.24.0', '', True),           # rpm, the hash in the release
+    ('2.31.24.0-1a31ba186', '2.31.24.0-1a31ba186', '', True),  # rpm, an exact pin
+    ('2.31.24.0-1a31ba186', '2.31.25.0', '', False),
+    ('2.31.24.0-0b044f4ce', '2.31.24.0', '*', True),          # dpkg, the hash in the Debian revision
+    ('2.29.18.0', '2.29.18.1', '*', False),
+])
+def test_a_pin_matches_as_the_package_manager_reads_it(installed, pin, glob, matches):
+    from ansible_collections.accel.nodes.plugins.module_utils import _neuron_plan  # pylint: disable=import-outside-toplevel
+    assert _neuron_plan.pin_matches(installed, pin, glob) is matches

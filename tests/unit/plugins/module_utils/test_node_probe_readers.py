@@ -44,13 +44,16 @@ def test_a_multi_arch_package_counts_once_with_its_installed_architecture():
         'libcuda1': {'version': '535.216.01-1~deb12u1', 'selection': 'install', 'status': 'installed'}}
 
 
-def test_rpm_query_keeps_version_and_release_apart():
+def test_rpm_query_gives_version_release_as_dnf_pins_are_written():
+    # issue 25: with the version alone, a toolkit pinned at 1.17.8-1 was never "at the pin" on dnf.
     out = ('aws-neuronx-dkms\t2.27.4.0\t1\nkernel-core\t6.1.102\t108.177.amzn2023\nbash\t5.2.15\t1.amzn2023\n'
-           'garbage line\n')
-    found = _node_probe.parse_rpm_query(out, ['^aws-neuron', '^kernel'])
+           'nvidia-container-toolkit\t1.17.8\t1\ngarbage line\n')
+    found = _node_probe.parse_rpm_query(out, ['^aws-neuron', '^kernel', '^nvidia-container-toolkit$'])
     assert found == {
-        'aws-neuronx-dkms': {'version': '2.27.4.0', 'release': '1', 'selection': None, 'status': 'installed'},
-        'kernel-core': {'version': '6.1.102', 'release': '108.177.amzn2023', 'selection': None, 'status': 'installed'}}
+        'aws-neuronx-dkms': {'version': '2.27.4.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
+        'kernel-core': {'version': '6.1.102-108.177.amzn2023', 'release': '108.177.amzn2023', 'selection': None,
+                        'status': 'installed'},
+        'nvidia-container-toolkit': {'version': '1.17.8-1', 'release': '1', 'selection': None, 'status': 'installed'}}
 
 
 def test_describe_gives_kind_mode_owner_checksum_and_small_text(tmp_path):

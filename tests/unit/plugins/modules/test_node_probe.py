@@ -76,7 +76,7 @@ def test_without_dpkg_asks_rpm(run_module, monkeypatch, tmp_path):
     result = run_module(node_probe.main, dict(packages=['^aws-neuron']))
     assert result['package_manager'] == 'rpm'
     assert calls[0][:2] == ['/usr/bin/rpm', '-qa']
-    assert result['packages'] == {'aws-neuronx-dkms': {'version': '2.27.4.0', 'release': '1', 'selection': None,
+    assert result['packages'] == {'aws-neuronx-dkms': {'version': '2.27.4.0-1', 'release': '1', 'selection': None,
                                                        'status': 'installed'}}
 
 
