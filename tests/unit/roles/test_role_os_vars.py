@@ -186,6 +186,12 @@ def test_docker(facts):
         return
     assert packages['docker_ce'] == {'docker': ['docker-ce', 'docker-ce-cli', 'containerd.io'], 'containerd': ['containerd.io']}
     assert value(t, '__docker_ce_url') == 'https://download.docker.com/linux/' + DOCKER_CE_DISTRO[facts['distribution']]
+    # The key of the node's own tree, and the fingerprint Docker's install guide gives for it: the deb and rpm
+    # trees are signed with different keys (docker/docs content/manuals/engine/install/{debian,rhel}.md).
+    assert value(t, '__docker_repo_key_url') == value(t, '__docker_ce_url') + '/gpg'
+    assert value(t, '__docker_repo_key_fingerprints') == (
+        ['9DC858229FC7DD38854AE2D88D81803C0EBFCD88'] if facts['os_family'] == 'Debian'
+        else ['060A61C51B558A7F742B77AAC52FEB6B621E9F35'])
     if facts['os_family'] == 'Debian':  # Debian's and Ubuntu's own packages
         assert packages['distro'] == {'docker': ['docker.io'], 'containerd': ['containerd']}
     else:  # RHEL ships Podman, not Docker
