@@ -44,6 +44,18 @@ TURING = 7.5
 BLACKWELL = 10.0
 # The last branch that supports Volta.
 VOLTA_LAST_BRANCH = 580
+# The branches NVIDIA supports for data center GPUs ("Only Long Term Support and
+# Production branches are listed"), and those its earlier table listed that
+# have reached their end of life since: NVIDIA Data Center Drivers,
+# "Supported Drivers and CUDA Toolkit Versions", release 620
+# (docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html)
+# and 615 (.../drivers/615/...).
+SUPPORTED_BRANCHES = {
+    '580': 'Long Term Support Branch, end of life June 2028',
+    '595': 'Production Branch, end of life March 2027',
+    '620': 'Long Term Support Branch, end of life September 2029',
+}
+ENDED_BRANCHES = {'535': 'June 2026'}
 # Instance type catalog models (accel.nodes.accelerator_facts' ec2.expected.model)
 # that stand for the GPUs when there is no GPU data, as when baking an image.
 VOLTA_MODELS = ('V100',)
@@ -170,7 +182,7 @@ def _summary(d: dict, kernels: str) -> str:
 def nvidia_driver_input_errors(decision: t.Any, branch: t.Any = '580', version: t.Any = '',
                                ignore_hardware_limits: t.Any = False, distro_packages: t.Any = None,
                                distro_branches: t.Any = None, distribution: str = '',
-                               distribution_version: str = '') -> t.List[str]:
+                               distribution_version: str = '', allow_unsupported_branch: t.Any = False) -> t.List[str]:
     """What is wrong with the inputs for the hardware and the distribution, one message
     each, with the fix; [] when nothing is, or when the host needs no driver.
 
@@ -214,6 +226,21 @@ def nvidia_driver_input_errors(decision: t.Any, branch: t.Any = '580', version: 
                     ('ships only branch %s, not %s' % (', '.join(branches), d.get('branch'))) if packages
                     else 'has no NVIDIA driver packages of its own',
                     (' or nvidia_driver_branch: "%s"' % branches[0]) if branches else ''))
+    branch_now = str(d.get('branch'))
+    if numeric and branch_now not in SUPPORTED_BRANCHES and not _bool(allow_unsupported_branch):
+        supported = ', '.join('R%s (%s)' % item for item in sorted(SUPPORTED_BRANCHES.items()))
+        if branch_now in ENDED_BRANCHES:
+            why = 'R%s reached its end of life in %s: NVIDIA no longer fixes it' % (branch_now, ENDED_BRANCHES[branch_now])
+        else:
+            why = 'R%s is not among the branches NVIDIA supports for data center GPUs' % branch_now
+        only = [str(b) for b in (distro_branches or [])]
+        errors.append(
+            '%s. NVIDIA supports %s.%s Set nvidia_driver_branch to one of them%s, or '
+            'nvidia_driver_allow_unsupported_branch: true to install R%s anyway.' % (
+                why, supported,
+                (' %s %s ships only branch %s in its own archive.' % (distribution, distribution_version, ', '.join(only))
+                 if d.get('source') == 'distro' and branch_now in only else ''),
+                ' with nvidia_driver_source: cuda_repo' if d.get('source') == 'distro' else '', branch_now))
     if d.get('fabric_manager') and d.get('source') != 'cuda_repo':
         errors.append(
             'This host needs NVIDIA Fabric Manager (an NVSwitch system, or nvidia_driver_fabric_manager is always): '

@@ -156,14 +156,16 @@ def test_support_table():
 
 
 def test_nvidia_driver_branch_comment_names_the_branch_designations():
-    """NVIDIA's support matrix (docs.nvidia.com/datacenter/tesla/drivers/615/
-    supported-drivers-and-cuda-toolkit-versions.html): R580 is a Long Term Support
-    Branch, R595 the Production Branch."""
+    """NVIDIA's support matrix (docs.nvidia.com/datacenter/tesla/drivers/620/
+    supported-drivers-and-cuda-toolkit-versions.html): R580 and R620 are Long Term
+    Support Branches, R595 the Production Branch; R535 ended in June 2026 (the 615 table)."""
     with open(os.path.join(ROLES, 'nvidia_driver', 'defaults', 'main.yml')) as f:
         text = f.read()
     comment = text.split('nvidia_driver_branch:')[0].rsplit('\n\n', 1)[-1]
     assert re.search(r'580 is NVIDIA.s Long Term Support branch', comment)
-    assert re.search(r'Production Branch is 595', comment)
+    assert re.search(r'the Production\s+# Branch is 595', comment)
+    assert re.search(r'and so is 620 \(end of life September 2029\)', comment)
+    assert re.search(r'535 reached its end of life in June\s+# 2026', comment)
     assert 'current production branch' not in comment
     assert _load('nvidia_driver', 'defaults', 'main.yml')['nvidia_driver_branch'] == '580'
 

@@ -89,16 +89,16 @@ def test_p3_16xlarge_eight_v100s_get_the_proprietary_modules_of_r580(gathered):
 
 def test_p3_16xlarge_refuses_a_branch_after_r580_and_the_open_modules(gathered):
     acc = gathered('p3.16xlarge', instance_type='p3.16xlarge')
-    errors = nvidia_driver_input_errors(nvidia_driver_decision(acc, branch='590'), branch='590')
+    errors = nvidia_driver_input_errors(nvidia_driver_decision(acc, branch='620'), branch='620')
     assert len(errors) == 1
     assert errors[0].startswith('The GPUs of this host (instance type p3.16xlarge) are Volta (Tesla V100, EC2 P3): '
-                                "NVIDIA's R580 is the last driver branch that supports Volta, and R590 was asked for.")
-    assert 'nvidia_driver_ignore_hardware_limits: true to install R590 anyway' in errors[0]
+                                "NVIDIA's R580 is the last driver branch that supports Volta, and R620 was asked for.")
+    assert 'nvidia_driver_ignore_hardware_limits: true to install R620 anyway' in errors[0]
     errors = nvidia_driver_input_errors(nvidia_driver_decision(acc, kernel_module='open'))
     assert errors == ['nvidia_driver_kernel_module is open, but this host has a GPU older than Turing (Volta), which '
                       'the open kernel modules do not support. Use nvidia_driver_kernel_module: auto or proprietary, '
                       'or set nvidia_driver_ignore_hardware_limits: true.']
-    both = nvidia_driver_decision(acc, branch='590', kernel_module='open')
+    both = nvidia_driver_decision(acc, branch='595', kernel_module='open')
     assert len(nvidia_driver_input_errors(both)) == 2
     assert nvidia_driver_input_errors(both, ignore_hardware_limits='true') == []
 
@@ -288,7 +288,8 @@ def test_debian_ships_one_branch():
     assert errors == ['nvidia_driver_source is distro, but Debian 12.8 ships only branch 535, not 580. '
                       'Set nvidia_driver_source: cuda_repo or nvidia_driver_branch: "535".']
     d = nvidia_driver_decision(_facts([T4]), source='distro', branch='535')
-    assert nvidia_driver_input_errors(d, distro_packages=DEBIAN_PACKAGES, distro_branches=['535']) == []
+    assert nvidia_driver_input_errors(d, distro_packages=DEBIAN_PACKAGES, distro_branches=['535'],
+                                      allow_unsupported_branch=True) == []
 
 
 def test_amazon_linux_has_no_driver_of_its_own():
@@ -299,7 +300,7 @@ def test_amazon_linux_has_no_driver_of_its_own():
 
 
 def test_ubuntu_ships_every_branch():
-    d = nvidia_driver_decision(_facts([T4]), source='distro', branch='570')
+    d = nvidia_driver_decision(_facts([T4]), source='distro', branch='595')
     assert nvidia_driver_input_errors(d, distro_packages={'open': ['x'], 'proprietary': ['y']},
                                       distro_branches=[]) == []
 
@@ -397,3 +398,31 @@ def test_smi_gpus_only_where_the_facts_hold_what_nvidia_smi_listed(h200, gathere
     assert (d['pci_gpus'], d['smi_gpus']) == (2, 1)
     failed = dict(h200, sources=dict(h200['sources'], nvidia_smi='rc 9'))
     assert nvidia_driver_decision(failed)['smi_gpus'] is None
+
+
+# -- branches NVIDIA supports (Data Center Drivers 620, "Supported Drivers and CUDA Toolkit Versions") ----
+
+@pytest.mark.parametrize('branch', ['580', '595', '620'])
+def test_supported_branches_pass(branch):
+    d = nvidia_driver_decision(_facts([T4]), branch=branch)
+    assert d['present'] and nvidia_driver_input_errors(d, branch=branch) == []
+
+
+def test_r535_from_debian_12s_archive_is_refused_with_the_reason():
+    d = nvidia_driver_decision(_facts([T4]), branch='535', source='distro')
+    errors = nvidia_driver_input_errors(d, branch='535', distro_packages={'open': ['nvidia-driver'], 'proprietary': []},
+                                        distro_branches=['535'], distribution='Debian', distribution_version='12.8')
+    assert errors == [
+        'R535 reached its end of life in June 2026: NVIDIA no longer fixes it. NVIDIA supports R580 (Long Term Support '
+        'Branch, end of life June 2028), R595 (Production Branch, end of life March 2027), R620 (Long Term Support '
+        'Branch, end of life September 2029). Debian 12.8 ships only branch 535 in its own archive. Set '
+        'nvidia_driver_branch to one of them with nvidia_driver_source: cuda_repo, or '
+        'nvidia_driver_allow_unsupported_branch: true to install R535 anyway.']
+    assert nvidia_driver_input_errors(d, branch='535', distro_packages={'open': ['nvidia-driver'], 'proprietary': []},
+                                      distro_branches=['535'], allow_unsupported_branch='true') == []
+
+
+def test_a_branch_nvidia_never_listed_for_data_center_is_refused():
+    errors = nvidia_driver_input_errors(nvidia_driver_decision(_facts([T4]), branch='550'), branch='550')
+    assert len(errors) == 1
+    assert errors[0].startswith('R550 is not among the branches NVIDIA supports for data center GPUs. NVIDIA supports')
