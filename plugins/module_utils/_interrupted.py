@@ -50,6 +50,29 @@ REINSTALL = ['apt-get', 'install', '--reinstall', '--no-install-recommends', '-y
 _DPKG_SUFFIXES = ('.dpkg-new', '.dpkg-old', '.dpkg-dist', '.dpkg-tmp')
 
 
+# The lock every dpkg frontend (apt, apt-get, dpkg itself) takes before it
+# touches the database (dpkg(1) FILES, /var/lib/dpkg/lock-frontend; apt's
+# debSystem::Lock). A package manager that holds it is running, not
+# interrupted: a run killed on the controller leaves apt running on the node.
+FRONTEND_LOCK = '/var/lib/dpkg/lock-frontend'
+
+
+def frontend_busy(path: Optional[str] = None) -> bool:
+    """Whether a dpkg frontend holds the lock now (fcntl, as apt and dpkg take it)."""
+    import fcntl  # pylint: disable=import-outside-toplevel
+    try:
+        fd = os.open(path or FRONTEND_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o640)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing the file releases a lock it took
+    return False
+
+
 def needs_reinstall(state: str) -> bool:
     """Whether configuring cannot finish a package in this state (its files were being unpacked or removed)."""
     return state.startswith('half-installed') or state.endswith('(reinstreq)')

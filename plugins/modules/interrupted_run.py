@@ -18,6 +18,8 @@ description:
     before folding it into the status file) as dpkg would, and lists the packages a run left half-way (the states
     C(dpkg --audit) reports: half-installed, unpacked, half-configured, triggers-awaited, triggers-pending, and
     any package flagged reinst-required).
+  - First it waits while a package manager holds dpkg's frontend lock (up to O(lock_timeout)): an apt run whose
+    controller was killed goes on on the node, and what it has not finished yet is not interrupted.
   - Where every one of them is a package the roles of this collection install (RV(managed)), a package waiting
     only for triggers, or a package of an apt transaction that did not end and in which every package asked for
     is the collection's (apt's history, C(/var/log/apt/history.log), lists what each transaction asked for and
@@ -60,6 +62,13 @@ options:
     type: list
     elements: path
     default: []
+  lock_timeout:
+    description:
+      - Seconds to wait while apt or dpkg holds dpkg's frontend lock (C(/var/lib/dpkg/lock-frontend)) before
+        judging. A run whose controller was killed leaves the package manager it started running on the node, and
+        a driver's DKMS build can take minutes; the next run waits for it instead of taking it for interrupted.
+    type: int
+    default: 600
 notes:
   - Debian family. On a node without dpkg only the leftovers of O(paths) are looked at.
 seealso:
@@ -123,6 +132,7 @@ messages:
 """
 
 import os
+import time
 from typing import Any, Dict, List
 
 from ansible.module_utils.basic import AnsibleModule
@@ -140,10 +150,29 @@ def run(module: AnsibleModule, argv: List[str], result: Dict[str, Any]) -> None:
         module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(argv), rc, (err or out).strip()[-2000:]), **result)
 
 
+def wait_for_frontend(module: AnsibleModule, result: Dict[str, Any]) -> None:
+    """Wait while apt or dpkg runs: what looks interrupted may be a run still going on the node (its controller
+    was killed, not it)."""
+    deadline = time.time() + module.params['lock_timeout']
+    waited = False
+    while _interrupted.frontend_busy():
+        if time.time() >= deadline:
+            module.fail_json(msg='A package manager has held %s for %d s and still does: apt or dpkg is running on this '
+                                 'node (perhaps a run whose controller was killed). Let it finish, or look at '
+                                 '`ps -C apt-get,dpkg -o pid,etime,args`, then run again.'
+                                 % (_interrupted.FRONTEND_LOCK, module.params['lock_timeout']), **result)
+        waited = True
+        time.sleep(2)
+    if waited:
+        result['messages'].append('Waited for a package manager that was still running.')
+
+
 def finish_dpkg(module: AnsibleModule, result: Dict[str, Any]) -> None:
     status = _dpkg.read_status(_dpkg.STATUS_FILE)
     if status is None:
         return
+    wait_for_frontend(module, result)
+    status = _dpkg.read_status(_dpkg.STATUS_FILE) or ''
     journal = _dpkg.journal()
     result['journal'] = bool(journal)
     result['interrupted'] = _dpkg.unfinished(status, journal)
@@ -178,6 +207,7 @@ def main() -> None:
         argument_spec=dict(
             packages=dict(type='list', elements='str', default=[]),
             paths=dict(type='list', elements='path', default=[]),
+            lock_timeout=dict(type='int', default=600),
         ),
         supports_check_mode=True,
     )

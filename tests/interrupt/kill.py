@@ -97,6 +97,16 @@ def kill_tree(root: int) -> List[int]:
     return tree
 
 
+def freeze(node: 'Node') -> bool:
+    """docker pause the node, so that the kill lands where the trigger was seen. The freezer gives up where a
+    process does not stop in time (runc: "unable to freeze", as with dpkg in an uninterruptible fsync): then
+    try again, and at worst kill without freezing, a few milliseconds later. Returns whether it froze."""
+    for _ in range(3):
+        if subprocess.run(['docker', 'pause', node.name], capture_output=True).returncode == 0:
+            return True
+    return False
+
+
 def docker(*args: str, check: bool = True) -> str:
     done = subprocess.run(['docker'] + list(args), capture_output=True, text=True)
     if check and done.returncode != 0:
@@ -209,6 +219,7 @@ def run_until(trial: Dict[str, Any], nodes: Dict[str, Node], workdir: str, index
     started = time.time()
     proc = converge(env, trial.get('extra', []), log)
     seen = None
+    frozen = False
     while seen is None:
         if proc.poll() is not None:
             raise Interrupted('%s: the run ended (rc %d) before it reached the point %s; its end:\n%s'
@@ -220,12 +231,12 @@ def run_until(trial: Dict[str, Any], nodes: Dict[str, Node], workdir: str, index
         elif 'after_task' in trigger and not os.path.exists(marker):
             pass
         elif 'path' in trigger and os.path.lexists(node.path(trigger['path'])):
-            docker('pause', node.name)
+            frozen = freeze(node)
             seen = trigger['path']
         elif pattern is not None:
             hits = [c for c in node.commands() if pattern.search(c)]
             if hits:
-                docker('pause', node.name)
+                frozen = freeze(node)
                 seen = hits[0]
         if seen is None:
             time.sleep(POLL)
@@ -245,7 +256,7 @@ def run_until(trial: Dict[str, Any], nodes: Dict[str, Node], workdir: str, index
     proc.wait()
     time.sleep(1)  # let the killed processes go before the next run looks at the node
     return {'id': trial['id'], 'what': trial['what'], 'variant': trial['variant'], 'seen': seen,
-            'after_s': round(time.time() - started, 1), 'controller_processes_killed': len(killed),
+            'after_s': round(time.time() - started, 1), 'frozen': frozen, 'controller_processes_killed': len(killed),
             'node_processes_killed': in_node, 'log': log,
             'left': dict((n.name, evidence(n)) for n in nodes.values())}
 

@@ -11,6 +11,8 @@ killed with SIGKILL while dpkg unpacked docker.io (README.md there).
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from ansible_collections.accel.nodes.plugins.module_utils import _dpkg, _interrupted
@@ -88,3 +90,19 @@ def test_detect_says_nothing_on_a_finished_node(tmp_path, monkeypatch):
     found = _interrupted.detect([], STATUS)
     assert 'docker.io: half-installed (reinstreq)' in found
     assert found[-1] == 'dpkg journal: %s' % (tmp_path / 'updates')
+
+
+def test_a_lock_another_process_holds_makes_the_frontend_busy(tmp_path):
+    lock = tmp_path / 'lock-frontend'
+    assert not _interrupted.frontend_busy(str(lock))
+    holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, os, sys, time\n'
+                               'fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n'
+                               'fcntl.lockf(fd, fcntl.LOCK_EX)\nprint("locked", flush=True)\ntime.sleep(30)',
+                               str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        assert _interrupted.frontend_busy(str(lock))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not _interrupted.frontend_busy(str(lock))

@@ -69,6 +69,7 @@ def dpkg(tmp_path, monkeypatch):
     monkeypatch.setattr(_dpkg, 'STATUS_FILE', str(fake.status))
     monkeypatch.setattr(_dpkg, 'UPDATES_DIR', str(fake.updates))
     monkeypatch.setattr(_interrupted, 'HISTORY', str(fake.history))
+    monkeypatch.setattr(_interrupted, 'FRONTEND_LOCK', str(tmp_path / 'lock-frontend'))
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, argv, **kw: fake(argv, **kw))
     return fake
 
@@ -133,4 +134,29 @@ def test_temporary_files_of_interrupted_writes_go_and_dpkgs_are_reported(dpkg, r
     assert not (etc / '.daemon.json.x1y2.tmp').exists()
     assert result['dpkg_leftovers'] == [str(etc / 'daemon.json.dpkg-dist')]
     assert 'diff -u FILE FILE.dpkg-dist' in result['messages'][0]
+    assert dpkg.calls == []
+
+
+def test_a_package_manager_still_running_is_waited_for_not_taken_for_interrupted(dpkg, run, monkeypatch):
+    # A run whose controller was killed leaves its apt running on the node (issue 24, T02): the next run must
+    # wait for it. Here it finishes while the module waits.
+    answers = [True, True, False]
+
+    def busy(path=None):
+        if answers[0] is False:
+            dpkg.status.write_text('Package: docker.io\nStatus: install ok installed\n')
+            shutil.rmtree(dpkg.updates)
+        return answers.pop(0)
+    monkeypatch.setattr(_interrupted, 'frontend_busy', busy)
+    monkeypatch.setattr(interrupted_run.time, 'sleep', lambda seconds: None)
+    result = run()
+    assert result['changed'] is False and result['interrupted'] == {} and dpkg.calls == []
+    assert result['messages'] == ['Waited for a package manager that was still running.']
+
+
+def test_a_package_manager_that_keeps_the_lock_fails_with_what_to_look_at(dpkg, run, monkeypatch):
+    monkeypatch.setattr(_interrupted, 'frontend_busy', lambda path=None: True)
+    monkeypatch.setattr(interrupted_run.time, 'sleep', lambda seconds: None)
+    result = run(lock_timeout=0)
+    assert result['failed'] is True and 'apt or dpkg is running on this node' in result['msg']
     assert dpkg.calls == []
