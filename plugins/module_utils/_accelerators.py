@@ -271,12 +271,13 @@ class Probe(object):
                 'index': index,
                 'pci_bus_id': bus_id,
                 'pci_device_id': device_id,
-                'name': _pci.NEURON_DEVICE_NAMES.get(device_id),
+                'name': _neuron.device_name(device_id),
                 'core_count': cores if cores is not None else sysfs_cores[index],
                 'memory_bytes': seen.get('memory_bytes'),
             })
 
         add = self.problems.append
+        self.problems.extend(_neuron.unknown_device_problems(devices))
         loaded = (modules is None or 'neuron' in modules) and ('neuron' not in self.wanted or sysfs)
         if pci_neuron and not loaded:
             add('%d Neuron device(s) on the PCI bus but the neuron kernel driver is not loaded'

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.accel.nodes.plugins.module_utils import _pci
 from ansible_collections.accel.nodes.plugins.module_utils import _rootfs
@@ -30,6 +31,26 @@ def _int_or_none(value):
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def device_name(device_id: Optional[str]) -> Optional[str]:
+    """Inferentia, Trainium, ... for a Neuron PCI device id; None for one the table lacks."""
+    return _pci.NEURON_DEVICE_NAMES.get(device_id)
+
+
+def unknown_device_problems(devices: List[Dict[str, Any]]) -> List[str]:
+    """One problem per PCI device id of the facts' Neuron devices that no table here
+    names: the device is listed, its model is not known."""
+    unknown: Dict[str, List[str]] = {}
+    for device in devices:
+        device_id = device.get('pci_device_id')
+        if device_id and device_name(device_id) is None:
+            unknown.setdefault(device_id, []).append(device['pci_bus_id'])
+    return [
+        'Neuron device(s) %s have PCI device id %s, which accel.nodes does not know: they are listed '
+        'with no model name. Update accel.nodes to a release that knows this device.' % (', '.join(bus_ids), device_id)
+        for device_id, bus_ids in sorted(unknown.items())
+    ]
 
 
 def parse_neuron_ls(text):

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from ansible_collections.accel.nodes.plugins.module_utils import _rootfs
 
@@ -38,8 +39,12 @@ NVSWITCH_MANAGEMENT_VPD = 'SW_MNG'
 # their own, so they fall outside this as well.
 _NVIDIA_GPU_CLASSES = ('0x0300', '0x0302')
 
-# Amazon's accelerator device ids. Amazon's other devices (ENA, EFA, NVMe, the
-# 0x1111 VGA) are not accelerators and are skipped.
+# Amazon's accelerator device ids, the *_DEVICE_ID defines of neuron_device.h in
+# the Neuron driver (github.com/aws-neuron/aws-neuron-driver): INF1 0..3 (in the
+# releases that still drive Inf1), TRN1, INF2 and TRN2; TRN3_DEVICE_ID0 and
+# TRN3_DEVICE_ID1 from the same file at commit 9cc489ec, whose
+# v4/neuron_dhal_v4.c names the device "Trainium3". Amazon's other devices
+# (ENA, EFA, NVMe, the 0x1111 VGA) are not accelerators and are skipped.
 NEURON_DEVICE_NAMES = {
     '0x7064': 'Inferentia',
     '0x7065': 'Inferentia',
@@ -48,7 +53,17 @@ NEURON_DEVICE_NAMES = {
     '0x7164': 'Trainium',
     '0x7264': 'Inferentia2',
     '0x7364': 'Trainium2',
+    '0x7564': 'Trainium3',
+    '0x7565': 'Trainium3',
 }
+# A Neuron device this table does not know yet still counts, with no name: one
+# the Neuron driver has claimed (its PCI driver is "neuron-driver", struct
+# pci_driver in neuron_pci.c; the module itself is "neuron"), or one numbered
+# like every Neuron device so far, 0x7N6M with N the generation. That pattern is
+# ours, read off the ids above, not a rule Amazon publishes; ENA (0xec20), EFA
+# (0xefa0..), NVMe (0x8061) and the VGA (0x1111) fall outside it.
+NEURON_PCI_DRIVER = 'neuron-driver'
+_NEURON_LIKE_DEVICE = re.compile(r'^0x7[0-9a-f]6[0-9a-f]$')
 
 _BUS_ID = re.compile(
     r'^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$')
@@ -71,6 +86,14 @@ def bus_id_key(bus_id):
     domain, bus, rest = bus_id.split(':')
     device, function = rest.split('.')
     return int(domain, 16), int(bus, 16), int(device, 16), int(function)
+
+
+def is_neuron_device(device_id: Optional[str], driver: Optional[str] = None) -> bool:
+    """Whether an Amazon PCI device (vendor 0x1d0f) is a Neuron device: a known
+    id, one the Neuron driver has bound, or an unknown id of the Neuron pattern."""
+    if device_id in NEURON_DEVICE_NAMES or driver == NEURON_PCI_DRIVER:
+        return True
+    return bool(device_id) and _NEURON_LIKE_DEVICE.match(device_id.lower()) is not None
 
 
 def _int_or_none(text):
@@ -101,7 +124,8 @@ def scan(root):
     Returns None when there is no PCI sysfs to read, else a list sorted by bus
     id of dicts: kind ('nvidia' or 'neuron'), pci_bus_id, pci_device_id,
     numa_node (None when sysfs says -1) and driver (the bound kernel driver's
-    name, or None).
+    name, or None). Neuron devices whose id NEURON_DEVICE_NAMES lacks are kept
+    (is_neuron_device); the facts name them None.
     """
     devices = _devices(root)
     if devices is None:
@@ -118,7 +142,8 @@ def scan(root):
         else:
             continue
         device = _rootfs.read_value(root, base + '/device')
-        if kind == 'neuron' and device not in NEURON_DEVICE_NAMES:
+        driver = _rootfs.link_name(root, base + '/driver')
+        if kind == 'neuron' and not is_neuron_device(device, driver):
             continue
         # An SR-IOV virtual function links to its physical function; it is a
         # slice of a device already counted.
@@ -130,7 +155,7 @@ def scan(root):
             'pci_bus_id': bus_id,
             'pci_device_id': device,
             'numa_node': numa_node if numa_node is not None and numa_node >= 0 else None,
-            'driver': _rootfs.link_name(root, base + '/driver'),
+            'driver': driver,
         })
     found.sort(key=lambda d: bus_id_key(d['pci_bus_id']))
     return found

@@ -59,3 +59,27 @@ def test_read_sysfs_orders_devices_numerically(tmp_path):
 
 def test_read_sysfs_without_the_driver_is_none(tmp_path):
     assert _neuron.read_sysfs(str(tmp_path)) is None
+
+
+def test_device_names():
+    assert [_neuron.device_name(d) for d in ('0x7064', '0x7164', '0x7264', '0x7364', '0x7564', '0x7565')] == [
+        'Inferentia', 'Trainium', 'Inferentia2', 'Trainium2', 'Trainium3', 'Trainium3']
+    assert _neuron.device_name('0x7f64') is None
+    assert _neuron.device_name(None) is None
+
+
+def test_unknown_device_ids_are_one_problem_each():
+    devices = [
+        {'pci_bus_id': '0000:00:1c.0', 'pci_device_id': '0x7564'},
+        {'pci_bus_id': '0000:00:1d.0', 'pci_device_id': '0x7f64'},   # made-up ids
+        {'pci_bus_id': '0000:00:1e.0', 'pci_device_id': '0x7f64'},
+        {'pci_bus_id': '0000:00:1f.0', 'pci_device_id': '0x7e64'},
+        {'pci_bus_id': '0000:00:20.0', 'pci_device_id': None},       # seen by neuron-ls only: no id to judge
+    ]
+    assert _neuron.unknown_device_problems(devices) == [
+        'Neuron device(s) 0000:00:1f.0 have PCI device id 0x7e64, which accel.nodes does not know: they are '
+        'listed with no model name. Update accel.nodes to a release that knows this device.',
+        'Neuron device(s) 0000:00:1d.0, 0000:00:1e.0 have PCI device id 0x7f64, which accel.nodes does not know: '
+        'they are listed with no model name. Update accel.nodes to a release that knows this device.',
+    ]
+    assert _neuron.unknown_device_problems(devices[:1]) == []

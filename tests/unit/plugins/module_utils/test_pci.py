@@ -125,3 +125,37 @@ def test_scan_fabric_ignores_other_bridges_and_unreadable_vpd(tmp_path):
 
 def test_scan_fabric_without_sysfs(tmp_path):
     assert _pci.scan_fabric(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize('device, driver, neuron', [
+    ('0x7064', None, True),             # Inferentia
+    ('0x7364', 'neuron-driver', True),  # Trainium2
+    ('0x7564', None, True),             # Trainium3 (TRN3_DEVICE_ID0)
+    ('0x7565', None, True),             # Trainium3 (TRN3_DEVICE_ID1)
+    ('0x7f64', None, True),             # made up: an id of the Neuron pattern that no table knows
+    ('0x1234', 'neuron-driver', True),  # made up: an id the Neuron driver claimed
+    ('0xec20', 'ena', False),           # ENA
+    ('0xefa1', None, False),            # EFA
+    ('0x8061', 'nvme', False),          # NVMe
+    ('0x1111', None, False),            # Amazon's VGA
+    (None, None, False),                # unreadable id
+])
+def test_is_neuron_device(device, driver, neuron):
+    assert _pci.is_neuron_device(device, driver) is neuron
+
+
+def test_scan_keeps_trainium3_and_neuron_devices_it_does_not_know(tmp_path):
+    # A synthetic tree: two Trainium3, one made-up Neuron id, one made-up id the Neuron driver bound, and an EFA.
+    add_device(tmp_path, '0000:10:1c.0', '0x1d0f', '0x7564', '0x088000', '0', 'neuron-driver')
+    add_device(tmp_path, '0000:10:1d.0', '0x1d0f', '0x7565', '0x088000', '0', 'neuron-driver')
+    add_device(tmp_path, '0000:10:1e.0', '0x1d0f', '0x7f64', '0x088000', '1')
+    add_device(tmp_path, '0000:10:1f.0', '0x1d0f', '0x1234', '0x088000', '1', 'neuron-driver')
+    add_device(tmp_path, '0000:00:05.0', '0x1d0f', '0xefa1', '0x020000', '0', 'efa')
+    found = _pci.scan(str(tmp_path))
+    assert [(d['pci_bus_id'], d['kind'], d['pci_device_id'], d['driver']) for d in found] == [
+        ('0000:10:1c.0', 'neuron', '0x7564', 'neuron-driver'),
+        ('0000:10:1d.0', 'neuron', '0x7565', 'neuron-driver'),
+        ('0000:10:1e.0', 'neuron', '0x7f64', None),
+        ('0000:10:1f.0', 'neuron', '0x1234', 'neuron-driver'),
+    ]
+    assert _pci.NEURON_DEVICE_NAMES['0x7564'] == _pci.NEURON_DEVICE_NAMES['0x7565'] == 'Trainium3'

@@ -214,6 +214,44 @@ def test_neuron_devices_without_the_driver(facts, tmp_path):
     ]
 
 
+def neuron_tree(root, devices):
+    """A synthetic host tree: Amazon PCI devices (bus id, device id), all bound to the Neuron driver,
+    the neuron module loaded, a neuron sysfs entry and a /dev node for each."""
+    for index, (bus_id, device_id) in enumerate(devices):
+        base = root / 'sys/bus/pci/devices' / bus_id
+        base.mkdir(parents=True)
+        for name, value in (('vendor', '0x1d0f'), ('device', device_id), ('class', '0x088000'), ('numa_node', '0')):
+            (base / name).write_text(value + '\n')
+        os.symlink('../../../../bus/pci/drivers/neuron-driver', base / 'driver')
+        node = root / 'sys/class/neuron_device' / ('neuron%d' % index)
+        node.mkdir(parents=True)
+        (node / 'core_count').write_text('8\n')
+        (root / 'dev').mkdir(exist_ok=True)
+        (root / 'dev' / ('neuron%d' % index)).write_text('')
+    (root / 'sys/module/neuron').mkdir(parents=True)
+    (root / 'sys/module/neuron/version').write_text('2.31.7.0\n')
+    (root / 'proc').mkdir()
+    (root / 'proc/modules').write_text('neuron 389120 0 - Live 0xffffffffc0400000\n')
+    return str(root)
+
+
+def test_trainium3_is_named_and_a_neuron_device_nobody_knows_is_kept(facts, tmp_path):
+    # 0x7f64 is made up: a Neuron device newer than every table here. It is listed, unnamed, with a problem.
+    root = neuron_tree(tmp_path / 'root', [('0000:00:1c.0', '0x7564'), ('0000:00:1d.0', '0x7565'),
+                                           ('0000:00:1e.0', '0x7f64')])
+    acc = facts(root=root, gather=['pci', 'neuron', 'kernel_modules', 'device_nodes'])
+    assert acc['vendors'] == ['neuron']
+    assert [(d['pci_bus_id'], d['pci_device_id'], d['name'], d['core_count']) for d in acc['neuron']['devices']] == [
+        ('0000:00:1c.0', '0x7564', 'Trainium3', 8),
+        ('0000:00:1d.0', '0x7565', 'Trainium3', 8),
+        ('0000:00:1e.0', '0x7f64', None, 8),
+    ]
+    assert acc['neuron']['core_count_total'] == 24
+    assert acc['problems'] == [
+        'Neuron device(s) 0000:00:1e.0 have PCI device id 0x7f64, which accel.nodes does not know: they are '
+        'listed with no model name. Update accel.nodes to a release that knows this device.']
+
+
 # -- broken NVIDIA hosts -------------------------------------------------------------
 
 def test_gpu_present_but_driver_not_loaded(facts):
