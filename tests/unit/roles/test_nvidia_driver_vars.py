@@ -85,6 +85,7 @@ SUPPORTED = [
     (host('Ubuntu', '22.04', 'Debian'), 'ubuntu2204', 'apt', 'linux-headers-' + KERNEL),
     (host('Ubuntu', '24.04', 'Debian'), 'ubuntu2404', 'apt', 'linux-headers-' + KERNEL),
     (host('Debian', '12.8', 'Debian'), 'debian12', 'apt', 'linux-headers-' + KERNEL),
+    (host('Debian', '13.2', 'Debian'), 'debian13', 'apt', 'linux-headers-' + KERNEL),
     (host('Amazon', '2023', 'RedHat'), 'amzn2023', 'dnf', 'kernel6.8-devel-' + KERNEL),
     (host('RedHat', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
     (host('Rocky', '9.4', 'RedHat'), 'rhel9', 'dnf', 'kernel-devel-' + KERNEL),
@@ -96,7 +97,8 @@ IDS = ['%s-%s' % (f['distribution'], f['distribution_version']) for f, _d, _p, _
 @pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
 def test_repository_and_headers(facts, dist, manager, headers):
     t = render(facts)
-    key = '3bf863cc.pub' if manager == 'apt' else 'D42D0685.pub'
+    # NVIDIA signs the debian13 tree with its own key (NVIDIA/cuda-repo-management#39).
+    key = {'apt': '3bf863cc.pub', 'dnf': 'D42D0685.pub'}[manager] if dist != 'debian13' else '8793F200.pub'
     assert value(t, '__nvidia_driver_package_manager') == manager
     assert value(t, '__nvidia_driver_repo_dir_url') == '%s/%s/x86_64/' % (CUDA, dist)
     assert value(t, '__nvidia_driver_repo_key_url_effective') == '%s/%s/x86_64/%s' % (CUDA, dist, key)
@@ -179,11 +181,12 @@ def test_mirror_and_overrides():
     assert value(t, '__nvidia_driver_pin_packages') == []
 
 
-def test_default_fingerprints_are_both_cuda_keys():
+def test_default_fingerprints_are_the_cuda_keys():
     defaults = load('nvidia_driver', 'defaults', 'main.yml')
     assert defaults['nvidia_driver_repo_key_fingerprint'] == [
         'EB693B3035CD5710E231E123A4B469963BF863CC',  # 3bf863cc.pub, apt
         '610C7B14E068A878070DA4E99CD0A493D42D0685',  # D42D0685.pub, RPM
+        '02182E60104FCDC26EAE1B8597A5D4CB8793F200',  # 8793F200.pub, debian13
     ]
 
 
@@ -218,7 +221,7 @@ def test_every_kernel_headers_and_the_metapackage_are_required():
 
 
 @pytest.mark.parametrize('facts', [
-    host('Ubuntu', '26.04', 'Debian'), host('Debian', '13.1', 'Debian'), host('Amazon', '2', 'RedHat'),
+    host('Ubuntu', '26.04', 'Debian'), host('Debian', '14.0', 'Debian'), host('Amazon', '2', 'RedHat'),
     host('RedHat', '10.0', 'RedHat'), host('SLES', '15.6', 'Suse'),
     # ansible-core 2.17 and later cannot manage EL8's platform Python 3.6.
     host('RedHat', '8.10', 'RedHat'), host('Rocky', '8.10', 'RedHat'),

@@ -40,13 +40,14 @@ PLATFORM_HOSTS = {
     ('Ubuntu', 'jammy'): [('Ubuntu', '22.04', 'Debian', 'jammy')],
     ('Ubuntu', 'noble'): [('Ubuntu', '24.04', 'Debian', 'noble')],
     ('Debian', 'bookworm'): [('Debian', '12.8', 'Debian', 'bookworm')],
+    ('Debian', 'trixie'): [('Debian', '13.2', 'Debian', 'trixie')],
     ('Amazon Linux', '2023'): [('Amazon', '2023', 'RedHat', '')],
     ('EL', '9'): [('RedHat', '9.4', 'RedHat', 'Plow'), ('Rocky', '9.4', 'RedHat', 'Blue Onyx'),
                   ('AlmaLinux', '9.4', 'RedHat', 'Seafoam Ocelot')],
 }
 
-# The only OS the Molecule scenarios run (their node image is Debian 12).
-RUN_IN_MOLECULE = {('Debian', '12')}
+# The OSes the Molecule scenarios run (their node images, tests/rig/node-image.sh).
+RUN_IN_MOLECULE = {('Debian', '12'), ('Debian', '13')}
 
 
 def _load(role, *parts):
@@ -150,8 +151,8 @@ def test_every_claimed_os_has_its_vars(role):
 def test_support_table():
     """Every OS some role claims, and how it was checked."""
     claimed = sorted({(h['distribution'], h['distribution_major_version']) for r in ALL_ROLES for h in claimed_hosts(r)})
-    assert claimed == [('AlmaLinux', '9'), ('Amazon', '2023'), ('Debian', '12'), ('RedHat', '9'), ('Rocky', '9'),
-                       ('Ubuntu', '20'), ('Ubuntu', '22'), ('Ubuntu', '24')]
+    assert claimed == [('AlmaLinux', '9'), ('Amazon', '2023'), ('Debian', '12'), ('Debian', '13'), ('RedHat', '9'),
+                       ('Rocky', '9'), ('Ubuntu', '20'), ('Ubuntu', '22'), ('Ubuntu', '24')]
     assert RUN_IN_MOLECULE <= set(claimed)
 
 
@@ -265,8 +266,10 @@ def test_neuron_driver_headers(facts, kernel, headers):
 
 # apt matches a pin against the whole Debian version, and the Neuron apt repository
 # versions aws-neuronx-runtime-lib and aws-neuronx-collectives with a build hash
-# (aws-neuronx-runtime-lib_2.31.24.0-0b044f4ce_amd64.deb). AWS's own Neuron containers
-# pin them as name=2.21.41.0*. dnf keeps the hash in the release, outside name-version.
+# (aws-neuronx-runtime-lib_2.31.24.0-0b044f4ce_amd64.deb in Neuron SDK 2.29.0). AWS's own
+# Neuron containers pin them as name=2.21.41.0*. dnf keeps the hash in the release, outside
+# name-version. The hash of SDK 2.33.0's package was not found; 2.35.30.0-000000000 is the
+# version of the repository double (tests/doubles/README.md).
 # (The specs themselves: tests/unit/plugins/filter/test_neuron_filters.py.)
 @_cases('neuron_driver')
 def test_neuron_driver_pins_match_hashed_versions(facts):
@@ -274,10 +277,10 @@ def test_neuron_driver_pins_match_hashed_versions(facts):
                               ansible_facts=dict(facts, accelerators={'ec2': {'instance_type': 'inf1.xlarge'}}))
     specs = value(t, '__neuron_driver_plan.package_specs')
     if facts['os_family'] == 'Debian':
-        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
-        assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
+        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.33.38.0*', 'aws-neuronx-runtime-lib=2.35.30.0*']
+        assert fnmatch.fnmatchcase('2.35.30.0-000000000', specs[2].split('=')[1])
     else:
-        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.29.18.0', 'aws-neuronx-runtime-lib-2.31.24.0']
+        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.33.38.0', 'aws-neuronx-runtime-lib-2.35.30.0']
 
 
 def test_neuron_driver_leaves_the_inf1_hook_package_alone():
@@ -305,8 +308,8 @@ def _hook(facts, instance_type='', pci_ids=(), **extra):
 @pytest.mark.parametrize('instance_type, pci_ids, package, version', [
     ('inf1.6xlarge', (), 'aws-neuron-runtime-base', '1.*'),
     ('', ('0x7064',), 'aws-neuron-runtime-base', '1.*'),  # Inferentia by PCI id, no instance type
-    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.15.13.0'),
-    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.15.13.0'),
+    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.19.65.0'),
+    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.19.65.0'),
 ])
 def test_neuron_container_runtime_hook_package(facts, instance_type, pci_ids, package, version):
     decided, spec = _hook(facts, instance_type, pci_ids)
@@ -321,7 +324,7 @@ def test_neuron_container_runtime_hook_package_override():
     decided, _spec = _hook(host('Ubuntu', '22.04', 'Debian', 'jammy'), 'inf1.xlarge',
                            neuron_container_runtime_oci_hook_package='aws-neuronx-oci-hook')
     assert decided['neuron_container_runtime_hook_package'] == 'aws-neuronx-oci-hook'
-    assert decided['neuron_container_runtime_hook_version'] == '2.15.13.0'
+    assert decided['neuron_container_runtime_hook_version'] == '2.19.65.0'
 
 
 # oci_add_hooks: only Amazon Linux ships an oci-add-hooks package; elsewhere it is built.
