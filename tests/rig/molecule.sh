@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Run one Molecule scenario with the rig set up:
-#   tests/rig/molecule.sh SCENARIO [SUBCOMMAND [ARGS...]]   (default: test)
+# Run one Molecule scenario with the rig set up, on one of the rig's nodes:
+#   tests/rig/molecule.sh [--node NODE] SCENARIO [SUBCOMMAND [ARGS...]]   (default: test)
+# NODE is a node image of tests/rig/node-image.sh: bookworm (the default),
+# trixie or forky-engines; ARGS after -- go to ansible-playbook, for example
+#   tests/rig/molecule.sh nvidia_container_toolkit test -- -e nvidia_container_toolkit_version=1.17.8-1
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
+node=bookworm
+if [ "${1:-}" = --node ]; then
+  node=$2
+  shift 2
+fi
 scenario=$1
 shift
 [ $# -gt 0 ] || set -- test
 export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 export ANSIBLE_COLLECTIONS_PATH=$top/build/collections # never a copy installed by hand
-ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh)
+ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh "$node")
 ACCEL_REPOS_DIR=$(tests/doubles/build-repos.sh)
-export ACCEL_NODE_IMAGE ACCEL_REPOS_DIR
+# The forky-engines node runs systemd on a cgroup v2 hierarchy in a cgroup
+# namespace of its own (node-image.sh, .config/molecule/config.yml).
+ACCEL_NODE_CGROUPNS=host
+[ "$node" != forky-engines ] || ACCEL_NODE_CGROUPNS=private
+export ACCEL_NODE_IMAGE ACCEL_REPOS_DIR ACCEL_NODE_CGROUPNS
 tests/rig/collection-tree.sh
 exec molecule "$1" -s "$scenario" "${@:2}"

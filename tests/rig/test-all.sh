@@ -61,14 +61,29 @@ build() {
     echo "$listing" && grep -q '^accel\.nodes\.' <<<"$listing" &&
     antsibull-changelog lint
 }
+# Which scenario runs on which node (README, "What was run where"): every
+# scenario on Debian 12 (docker.io 20.10, containerd 1.6) with the toolkit's
+# default pin, and these besides: the toolkit scenario with the older pin; site
+# on Debian 13 (docker.io 26.1, containerd 1.7) and on the node with the newest
+# engines (docker.io 28.5, containerd 2.1, runc 1.3, cgroup v2); and the
+# containerd scenario there, for containerd 2.x. "scenario node [ansible args]".
+extra_runs=(
+  "nvidia_container_toolkit bookworm -e nvidia_container_toolkit_version=1.17.8-1"
+  "site trixie"
+  "site forky-engines"
+  "nvidia_container_toolkit_containerd forky-engines"
+)
 molecule_all() {
-  local image repos s
-  image=$(tests/rig/node-image.sh) && repos=$(tests/doubles/build-repos.sh) || return 1
-  export ACCEL_NODE_IMAGE=$image ACCEL_REPOS_DIR=$repos
-  tests/rig/collection-tree.sh
+  local s run args
+  tests/rig/node-image.sh bookworm >/dev/null && tests/doubles/build-repos.sh >/dev/null || return 1
   for s in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$s")")
-    stage "molecule $s" molecule test -s "$s" || true
+    stage "molecule $s" tests/rig/molecule.sh "$s" test || true
+  done
+  for run in "${extra_runs[@]}"; do
+    read -r -a args <<<"$run"
+    stage "molecule ${args[0]} @${args[1]}${args[2]:+ ${args[*]:2}}" \
+      tests/rig/molecule.sh --node "${args[1]}" "${args[0]}" test ${args[2]:+--} "${args[@]:2}" || true
   done
 }
 
