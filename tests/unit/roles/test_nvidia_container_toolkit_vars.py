@@ -87,7 +87,8 @@ RULE = '/etc/udev/rules.d/71-nvidia-dev-char.rules'
     (True, {}, False),  # the install below may bring another nvidia-ctk: the module runs
     (True, dict.fromkeys(['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
                           'libnvidia-container1'],  # already at the pinned version
-                         {'version': '1.17.8-1', 'selection': 'hold', 'status': 'installed'}), True),
+                         {'version': load('nvidia_container_toolkit', 'defaults', 'main.yml')['nvidia_container_toolkit_version'],
+                          'selection': 'hold', 'status': 'installed'}), True),
 ])
 def test_the_dev_char_links_are_judged_from_the_probe_only_where_no_install_follows(install, packages, in_place):
     from ansible_collections.accel.nodes.plugins.module_utils._dev_char import udev_rule
