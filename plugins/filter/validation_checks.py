@@ -92,6 +92,11 @@ def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = 
     if 'host' in run and 'neuron' in vendors and 'neuron_dkms' not in skip:
         commands['dkms'] = list(DKMS_STATUS)
     paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
+    if 'container' in run and 'nvidia' in vendors:
+        # The toolkit's version decides what its "auto" mode resolves to, and the CDI devices whether the
+        # --device nvidia.com/gpu=all path can run (validation_container_plan).
+        commands['toolkit_version'] = ['nvidia-ctk', '--version']
+        commands['cdi_devices'] = ['nvidia-ctk', 'cdi', 'list']
     questions: dict[str, t.Any] = {'commands': commands, 'paths': paths}
     if refresh is not None:
         questions['accelerators'] = _given(refresh)
@@ -143,6 +148,9 @@ def validation_engine(docker_info: dict[str, t.Any], neuron_mode: str = 'auto',
         'runtimes': runtimes,
         'default_runtime': info.get('DefaultRuntime'),
         'neuron_mode': _neuron_mode(neuron_mode, neuron_runtime, runtimes),
+        # Docker with CDI on lists the directories it reads specs from (25.0 and later, with features.cdi; on by
+        # default from 28.2: moby cmd/dockerd/daemon.go); Docker 20.10 has no such key.
+        'cdi_spec_dirs': list(info.get('CDISpecDirs') or []),
     }
 
 

@@ -20,13 +20,22 @@ from ansible.errors import AnsibleFilterError
 # "all", "0,...,count-1" or the ids (moby daemon/nvidia_linux.go).
 _GPU_CAPABILITIES = [['gpu']]
 
-# NVIDIA Container Toolkit v1.17.8: the default mode is "auto"
-# (internal/config/config.go), which resolves to "legacy" on every platform
-# but Tegra (internal/info/auto.go). Outside legacy mode the
-# nvidia-container-runtime-hook that Docker adds for --gpus refuses to run
-# (cmd/nvidia-container-runtime-hook/main.go), so --gpus works only through
-# the nvidia runtime.
+# NVIDIA Container Toolkit: the default mode is "auto" (internal/config/config.go).
+# The hook that Docker adds for --gpus resolves it to "legacy" (v1.17.8
+# internal/info/auto.go; v1.20.0 cmd/nvidia-container-runtime-hook/hook_config.go,
+# WithDefaultMode(legacy)), and outside legacy mode it refuses to run, so --gpus
+# then works only through the nvidia runtime. The runtime resolves "auto" to
+# legacy up to 1.17 and to jit-cdi from 1.18 on ("Default to jit-cdi mode in the
+# nvidia runtime", CHANGELOG v1.18.0-rc.1; v1.20.0 internal/info/auto.go): a spec
+# made for each container, with no nvidia-container-cli.
 _HOOK_MODES = ('auto', 'legacy')
+_JIT_CDI_FROM = (1, 18)
+# Docker's CDI: opt-in (features.cdi) from 25.0, on by default from 28.2 (moby
+# cmd/dockerd/daemon.go, cdiEnabled); --gpus through CDI first, where a spec names
+# the device, from 29.2 (moby#50228, daemon/devices_nvidia_linux.go).
+_DOCKER_CDI_GPUS_FROM = (29, 2)
+_CDI_ALL = 'nvidia.com/gpu=all'
+_TOOLKIT_VERSION = re.compile(r'version (\d+)\.(\d+)\.(\d+)')
 
 _GPU_LINE = re.compile(r'^GPU \d+:', re.MULTILINE)
 _GPU_UUID = re.compile(r'^GPU \d+:.*\(UUID: (GPU-[^)\s]+)\)', re.MULTILINE)
@@ -68,21 +77,60 @@ def toolkit_mode(config: str | None) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
+def _release(text: t.Any, pattern: re.Pattern[str] = re.compile(r'(\d+)\.(\d+)')) -> tuple[int, ...] | None:
+    match = pattern.search(str(text or ''))
+    return tuple(int(n) for n in match.groups()) if match else None
+
+
+def runtime_mode(mode: str | None, toolkit_version: t.Any = None) -> str | None:
+    """What the nvidia runtime runs in: config.toml's mode, "auto" resolved as the installed toolkit resolves it
+    on a host with NVML (from `nvidia-ctk --version`; unknown: as 1.17 did)."""
+    if mode != 'auto':
+        return mode
+    release = _release(toolkit_version, _TOOLKIT_VERSION)
+    return 'jit-cdi' if release is not None and release[:2] >= _JIT_CDI_FROM else 'legacy'
+
+
+_RUNTIME_PATHS = {
+    'legacy': 'the nvidia runtime in legacy mode (its hook runs nvidia-container-cli)',
+    'cdi': 'the nvidia runtime in cdi mode (the CDI spec on the node)',
+    'jit-cdi': 'the nvidia runtime in jit-cdi mode (a CDI spec made for the container)',
+    'csv': 'the nvidia runtime in csv mode',
+}
+
+
 def _case(name: str, vendor: str, how: str, command: list[str], requested: list[int], total: int,
           uuids: list[str | None] | None = None, skip: str = '', runtime: str = '', env: dict[str, str] | None = None,
-          devices: list[str] | None = None, device_requests: list[dict[str, t.Any]] | None = None) -> dict[str, t.Any]:
+          devices: list[str] | None = None, device_requests: list[dict[str, t.Any]] | None = None,
+          path: str = '') -> dict[str, t.Any]:
     expected_uuids = None
     if uuids and not skip and all(uuids[i] for i in requested):
         expected_uuids = [uuids[i] for i in requested]
     return {
-        'name': name, 'vendor': vendor, 'how': how, 'command': list(command),
+        'name': name, 'vendor': vendor, 'how': how, 'path': path, 'command': list(command),
         'runtime': runtime, 'env': env or {}, 'devices': devices or [], 'device_requests': device_requests or [],
         'requested': requested, 'total': total, 'expected_uuids': expected_uuids, 'skip': skip,
     }
 
 
+def _cdi_skip(engine: dict[str, t.Any], cdi_devices: list[str] | None) -> str:
+    """Why --device nvidia.com/gpu=all cannot work on this node, '' where it can."""
+    version = engine.get('version') or 'unknown'
+    if _release(version) is not None and _release(version) < (25, 0):
+        return 'Docker %s has no CDI: --device nvidia.com/gpu=all needs Docker 25.0 or later' % version
+    if not engine.get('cdi_spec_dirs'):
+        return ('CDI is off in Docker %s: it reads CDI specs with features.cdi true in daemon.json before 28.2, and '
+                'by default from 28.2 (nvidia_container_toolkit_cdi: true turns it on)' % version)
+    if cdi_devices is not None and _CDI_ALL not in cdi_devices:
+        return ('no CDI spec on this node names %s (nvidia-ctk cdi list): nvidia_container_toolkit_cdi: true keeps '
+                'one, and toolkit 1.18 and later keep one where the driver is in modules.dep (nvidia-cdi-refresh)'
+                % _CDI_ALL)
+    return ''
+
+
 def _nvidia_cases(gpus: list[dict[str, t.Any]], engine: dict[str, t.Any], mode: str | None, runtime: str,
-                  command: list[str]) -> list[dict[str, t.Any]]:
+                  command: list[str], toolkit_version: t.Any = None,
+                  cdi_devices: list[str] | None = None) -> list[dict[str, t.Any]]:
     total = len(gpus)
     if total == 0:
         return [_case('container_nvidia_gpus_all', 'nvidia', '--gpus all', command, [], 0,
@@ -91,13 +139,23 @@ def _nvidia_cases(gpus: list[dict[str, t.Any]], engine: dict[str, t.Any], mode: 
     everything = list(range(total))
     # docker run --gpus works as typed when nvidia is the default runtime, or
     # through Docker's own hook in legacy mode; otherwise name the runtime.
-    plain = engine.get('default_runtime') == runtime or mode in _HOOK_MODES or mode is None
+    default_nvidia = engine.get('default_runtime') == runtime
+    plain = default_nvidia or mode in _HOOK_MODES or mode is None
     gpus_runtime = '' if plain else runtime
     prefix = '' if plain else '--runtime=%s ' % runtime
+    under_runtime = _RUNTIME_PATHS.get(runtime_mode(mode, toolkit_version) or '', 'the nvidia runtime')
+    if default_nvidia or not plain:
+        gpus_path = under_runtime
+    elif (_release(engine.get('version')) or (0,)) >= _DOCKER_CDI_GPUS_FROM:
+        gpus_path = ("Docker's CDI driver where a spec names the GPUs, else nvidia-container-runtime-hook (legacy "
+                     "mode: nvidia-container-cli)")
+    else:
+        gpus_path = "Docker's nvidia driver: nvidia-container-runtime-hook, in legacy mode (nvidia-container-cli)"
 
     def gpus_case(name: str, flag: str, requested: list[int], request: dict[str, t.Any], skip: str = '') -> dict[str, t.Any]:
         return _case(name, 'nvidia', prefix + '--gpus ' + flag, command, requested, total, uuids, skip=skip,
-                     runtime=gpus_runtime, device_requests=[dict(request, capabilities=_GPU_CAPABILITIES)])
+                     runtime=gpus_runtime, device_requests=[dict(request, capabilities=_GPU_CAPABILITIES)],
+                     path=gpus_path)
 
     cases = []
     if not plain:
@@ -122,7 +180,13 @@ def _nvidia_cases(gpus: list[dict[str, t.Any]], engine: dict[str, t.Any], mode: 
     last = [total - 1]
     cases.append(_case('container_nvidia_visible_devices', 'nvidia',
                        '--runtime=%s -e NVIDIA_VISIBLE_DEVICES=%d' % (runtime, last[0]), command, last, total, uuids,
-                       runtime=runtime, env={'NVIDIA_VISIBLE_DEVICES': str(last[0])}))
+                       runtime=runtime, env={'NVIDIA_VISIBLE_DEVICES': str(last[0])}, path=under_runtime))
+    # docker run --device nvidia.com/gpu=all: the CLI sends a CDI device request (docker/cli, opts/devices
+    # and cdi.IsQualifiedName), which Docker's CDI driver answers from the specs.
+    cases.append(_case('container_nvidia_cdi_all', 'nvidia', '--device %s' % _CDI_ALL, command, everything, total,
+                       uuids, skip=_cdi_skip(engine, cdi_devices), runtime=gpus_runtime,
+                       device_requests=[{'driver': 'cdi', 'device_ids': [_CDI_ALL]}],
+                       path="Docker's CDI driver (the CDI spec on the node)"))
     return cases
 
 
@@ -140,8 +204,10 @@ def _neuron_cases(devices: list[dict[str, t.Any]], engine: dict[str, t.Any], run
 def validation_container_plan(facts: dict[str, t.Any], engine: dict[str, t.Any], image: str, check_mode: bool = False,
                               image_present: bool | None = None, toolkit_config: str | None = None,
                               nvidia_runtime: str = 'nvidia', nvidia_command: list[str] | None = None,
-                              neuron_runtime: str = 'oci-neuron', neuron_command: list[str] | None = None) -> dict[str, t.Any]:
-    """{skip: why the container layer does not run ('' when it does), cases: [...]}."""
+                              neuron_runtime: str = 'oci-neuron', neuron_command: list[str] | None = None,
+                              toolkit_version: t.Any = None, cdi_devices: t.Any = None) -> dict[str, t.Any]:
+    """{skip: why the container layer does not run ('' when it does), cases: [...]}. toolkit_version: what
+    `nvidia-ctk --version` printed; cdi_devices: what `nvidia-ctk cdi list` printed (None: not asked)."""
     if not isinstance(facts, dict) or not isinstance(engine, dict):
         raise AnsibleFilterError('validation_container_plan: needs the accelerator facts and the engine state as dicts')
     vendors = facts.get('vendors') or []
@@ -160,12 +226,13 @@ def validation_container_plan(facts: dict[str, t.Any], engine: dict[str, t.Any],
                 'or load it on the node first' % image)
     cases: list[dict[str, t.Any]] = []
     if not skip and 'nvidia' in vendors:
+        devices = None if cdi_devices is None else [line.strip() for line in str(cdi_devices).splitlines()]
         cases += _nvidia_cases((facts.get('nvidia') or {}).get('gpus') or [], engine, mode, nvidia_runtime,
-                               nvidia_command or ['nvidia-smi', '-L'])
+                               nvidia_command or ['nvidia-smi', '-L'], toolkit_version, devices)
     if not skip and 'neuron' in vendors:
         cases += _neuron_cases((facts.get('neuron') or {}).get('devices') or [], engine, neuron_runtime,
                                neuron_command or ['neuron-ls', '-j'])
-    return {'skip': skip, 'toolkit_mode': mode, 'cases': cases}
+    return {'skip': skip, 'toolkit_mode': mode, 'runtime_mode': runtime_mode(mode, toolkit_version), 'cases': cases}
 
 
 def _unit(vendor: str) -> str:
@@ -186,8 +253,9 @@ def _judge(case: dict[str, t.Any], run: dict[str, t.Any]) -> dict[str, t.Any]:
     wrong = (seen == expected and seen_uuids is not None and case['expected_uuids'] is not None
              and seen_uuids != sorted(case['expected_uuids']))
     ok = exit_status == 0 and not run.get('failed') and seen == expected and not wrong
-    said = '%s in a container (docker run %s) sees %d of %d %s' % (
-        ' '.join(case['command']), case['how'], seen, case['total'], _unit(case['vendor']))
+    said = '%s in a container (docker run %s%s) sees %d of %d %s' % (
+        ' '.join(case['command']), case['how'], ', through ' + case['path'] if case.get('path') else '', seen,
+        case['total'], _unit(case['vendor']))
     if ok:
         detail = said + ', the %d asked for' % expected
     else:
@@ -201,7 +269,8 @@ def _judge(case: dict[str, t.Any], run: dict[str, t.Any]) -> dict[str, t.Any]:
     return {
         'name': case['name'], 'layer': 'container', 'status': 'pass' if ok else 'fail', 'detail': detail,
         'measured': {'seen': seen, 'expected': expected, 'total': case['total'], 'requested': case['requested'],
-                     'runtime': case['runtime'] or None, 'uuids': seen_uuids, 'exit_status': exit_status},
+                     'runtime': case['runtime'] or None, 'path': case.get('path') or None, 'uuids': seen_uuids,
+                     'exit_status': exit_status},
     }
 
 

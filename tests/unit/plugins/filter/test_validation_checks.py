@@ -116,11 +116,13 @@ def test_the_h100_with_docker_passes_the_host_and_runtime_layers_as_it_did():
 
 DOCKER_INFO = ['docker', 'info', '--format', '{{json .}}']
 CONFIG = '/etc/nvidia-container-runtime/config.toml'
+# NVIDIA's container layer also asks the toolkit its version (what "auto" resolves to) and its CDI devices.
+TOOLKIT = {'toolkit_version': ['nvidia-ctk', '--version'], 'cdi_devices': ['nvidia-ctk', 'cdi', 'list']}
 
 
 @pytest.mark.parametrize('facts, kwargs, commands, paths', [
     # The P3 and the inf1 of the site scenario, every layer.
-    (p3_facts(), {}, {'docker_info': DOCKER_INFO}, [CONFIG]),
+    (p3_facts(), {}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
     (inf1_facts(), {}, {'docker_info': DOCKER_INFO, 'dkms': ['dkms', 'status']}, []),
     # An unchanged node (playbooks/site.yml): no container layer, no dkms.
     (inf1_facts(), {'skip': {'container': 'unchanged', 'neuron_dkms': 'unchanged'}}, {'docker_info': DOCKER_INFO}, []),
@@ -133,10 +135,10 @@ CONFIG = '/etc/nvidia-container-runtime/config.toml'
     ({'vendors': []}, {}, {'docker_info': DOCKER_INFO}, []),
     # Check mode pulls nothing: it asks whether the image is on the node, when there is one to run.
     (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'nvidia_config_path': '/opt/toolkit.toml'},
-     {'docker_info': DOCKER_INFO, 'image': ['docker', 'image', 'inspect', '--format', '{{.Id}}', 'accel-test/busybox:1']},
+     dict(TOOLKIT, docker_info=DOCKER_INFO, image=['docker', 'image', 'inspect', '--format', '{{.Id}}', 'accel-test/busybox:1']),
      ['/opt/toolkit.toml']),
-    (p3_facts(), {'check_mode': True, 'image': ''}, {'docker_info': DOCKER_INFO}, [CONFIG]),
-    (p3_facts(), {'check_mode': False, 'image': 'accel-test/busybox:1'}, {'docker_info': DOCKER_INFO}, [CONFIG]),
+    (p3_facts(), {'check_mode': True, 'image': ''}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
+    (p3_facts(), {'check_mode': False, 'image': 'accel-test/busybox:1'}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
     (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'layers': ['host', 'runtime']},
      {'docker_info': DOCKER_INFO}, []),
 ])
@@ -148,10 +150,10 @@ def test_a_refresh_gathers_the_facts_in_the_same_run_and_asks_for_the_vendors_th
     options = {'root': '/', 'instance_type': '', 'nvidia_smi_path': None, 'neuron_ls_path': '/opt/neuron-ls'}
     # After provisioning (site.yml): the vendors of the facts gathered before; empty options left out.
     asked = validation_probe(p3_facts(), refresh=options)
-    assert asked == {'commands': {'docker_info': DOCKER_INFO}, 'paths': [CONFIG],
+    assert asked == {'commands': dict(TOOLKIT, docker_info=DOCKER_INFO), 'paths': [CONFIG],
                      'accelerators': {'root': '/', 'neuron_ls_path': '/opt/neuron-ls'}, 'ask': True}
     # No facts yet (validate.yml on a fresh host): every vendor's questions.
-    assert validation_probe(None, refresh={})['commands'] == {'docker_info': DOCKER_INFO, 'dkms': ['dkms', 'status']}
+    assert validation_probe(None, refresh={})['commands'] == dict(TOOLKIT, docker_info=DOCKER_INFO, dkms=['dkms', 'status'])
     assert validation_probe(None, refresh={})['paths'] == [CONFIG]
     # Nothing else to ask: the run still gathers the facts.
     assert validation_probe(None, ['host'], refresh={}, skip={'neuron_dkms': 'no'}) == {
@@ -180,9 +182,13 @@ def test_a_probe_that_asks_nothing_does_not_run():
 def test_engine_state_for_the_container_plan():
     assert validation_engine(docker_info(default='nvidia')) == {
         'present': True, 'answers': True, 'version': '20.10.24+dfsg1', 'runtimes': ['io.containerd.runc.v2', 'nvidia', 'runc'],
-        'default_runtime': 'nvidia', 'neuron_mode': 'device'}
+        'default_runtime': 'nvidia', 'neuron_mode': 'device', 'cdi_spec_dirs': []}
     assert validation_engine(NO_DOCKER) == {'present': False, 'answers': False, 'version': None, 'runtimes': [],
-                                            'default_runtime': None, 'neuron_mode': 'device'}
+                                            'default_runtime': None, 'neuron_mode': 'device', 'cdi_spec_dirs': []}
+    # Docker with CDI on lists its spec directories (28.2 and later by default).
+    info = docker_info(default='nvidia')
+    info['stdout'] = info['stdout'].replace('{', '{"CDISpecDirs": ["/etc/cdi", "/var/run/cdi"], ', 1)
+    assert validation_engine(info)['cdi_spec_dirs'] == ['/etc/cdi', '/var/run/cdi']
     assert validation_engine(NOT_ASKED)['present'] is False
     assert validation_engine({})['present'] is False
     assert validation_engine(SKIPPED)['present'] is False
@@ -383,7 +389,8 @@ def test_the_container_layer_says_why_it_ran_nothing_or_judges_the_runs():
     checks = validation_checks(facts, layers=['container'], plan=plan, runs=runs)
     assert [(c['name'], c['status']) for c in checks[2:]] == [
         ('container_nvidia_gpus_all', 'pass'), ('container_nvidia_gpus_2', 'skip'), ('container_nvidia_gpus_device', 'pass'),
-        ('container_nvidia_visible_devices', 'pass'), ('container_nvidia_restriction', 'skip')]
+        ('container_nvidia_visible_devices', 'pass'), ('container_nvidia_cdi_all', 'skip'),
+        ('container_nvidia_restriction', 'skip')]
 
 
 def test_layers_left_out_or_skipped_come_first_with_the_reason():

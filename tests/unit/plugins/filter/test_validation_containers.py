@@ -13,7 +13,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import (
-    toolkit_mode, validation_container_checks, validation_container_plan)
+    runtime_mode, toolkit_mode, validation_container_checks, validation_container_plan)
 
 FIXTURES = Path(__file__).parents[3] / 'fixtures'
 # Real captures: the facts of the H200 host, and config.toml of toolkit 1.17.6 (mode "legacy") and 1.18 (mode "auto").
@@ -34,8 +34,14 @@ HOOK_REFUSED = ('Error response from daemon: failed to create task for container
                 'Runtime Hook directly (e.g. specifying the docker --gpus flag) is not supported. Please use the NVIDIA '
                 'Container Runtime (e.g. specify the --runtime=nvidia flag) instead.: unknown')
 
-RUNC = {'present': True, 'answers': True, 'default_runtime': 'runc', 'runtimes': ['io.containerd.runc.v2', 'nvidia', 'runc'],
-        'neuron_mode': 'device'}
+# Docker 20.10 (Debian 12), which has no CDI, as validation_engine describes it.
+RUNC = {'present': True, 'answers': True, 'version': '20.10.24+dfsg1', 'default_runtime': 'runc',
+        'runtimes': ['io.containerd.runc.v2', 'nvidia', 'runc'], 'neuron_mode': 'device', 'cdi_spec_dirs': []}
+# Docker 28.5 (forky's), with CDI on by default.
+DOCKER_28 = dict(RUNC, version='28.5.2+dfsg4', cdi_spec_dirs=['/etc/cdi', '/var/run/cdi'])
+# What nvidia-ctk cdi list prints (stdout) where a spec names the devices of one GPU.
+CDI_DEVICES = 'nvidia.com/gpu=0\nnvidia.com/gpu=GPU-6d0a6ec1-4fa8-4b7d-b24e-4d8c9c7f9a01\nnvidia.com/gpu=all\n'
+HOOK_PATH = "Docker's nvidia driver: nvidia-container-runtime-hook, in legacy mode (nvidia-container-cli)"
 NVIDIA_DEFAULT = dict(RUNC, default_runtime='nvidia')
 
 
@@ -97,33 +103,40 @@ def test_four_gpus_in_legacy_mode_take_every_path_as_typed():
     assert result['skip'] == '' and result['toolkit_mode'] == 'legacy'
     cases = by_name(result['cases'])
     assert list(cases) == ['container_nvidia_gpus_all', 'container_nvidia_gpus_2', 'container_nvidia_gpus_device',
-                           'container_nvidia_visible_devices']
+                           'container_nvidia_visible_devices', 'container_nvidia_cdi_all']
     # --gpus as the docker CLI sends it, through the default runtime (Docker's own hook in legacy mode).
     assert cases['container_nvidia_gpus_all']['device_requests'] == [{'count': -1, 'capabilities': [['gpu']]}]
     assert cases['container_nvidia_gpus_2']['device_requests'] == [{'count': 2, 'capabilities': [['gpu']]}]
     assert cases['container_nvidia_gpus_device']['device_requests'] == [{'device_ids': ['0', '1'], 'capabilities': [['gpu']]}]
-    assert [cases[name]['runtime'] for name in cases] == ['', '', '', 'nvidia']
+    assert [cases[name]['runtime'] for name in cases] == ['', '', '', 'nvidia', '']
     assert [cases[name]['how'] for name in cases] == [
-        '--gpus all', '--gpus 2', '--gpus \'"device=0,1"\'', '--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=3']
-    assert [cases[name]['requested'] for name in cases] == [[0, 1, 2, 3], [0, 1], [0, 1], [3]]
+        '--gpus all', '--gpus 2', '--gpus \'"device=0,1"\'', '--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=3',
+        '--device nvidia.com/gpu=all']
+    assert [cases[name]['requested'] for name in cases] == [[0, 1, 2, 3], [0, 1], [0, 1], [3], [0, 1, 2, 3]]
+    # Which path each check takes: --gpus through Docker's hook, the variable through the runtime, in legacy mode.
+    assert [cases[name]['path'] for name in cases][:4] == [HOOK_PATH] * 3 + [
+        'the nvidia runtime in legacy mode (its hook runs nvidia-container-cli)']
+    # Docker 20.10 has no CDI: the path users type on newer Docker is a skip that says so.
+    assert cases['container_nvidia_cdi_all']['skip'] == (
+        'Docker 20.10.24+dfsg1 has no CDI: --device nvidia.com/gpu=all needs Docker 25.0 or later')
     assert cases['container_nvidia_visible_devices']['env'] == {'NVIDIA_VISIBLE_DEVICES': '3'}
     assert cases['container_nvidia_visible_devices']['expected_uuids'] == [facts['nvidia']['gpus'][3]['uuid']]
     assert all(case['command'] == ['nvidia-smi', '-L'] and case['total'] == 4 and case['skip'] == ''
-               for case in result['cases'])
+               for case in result['cases'][:4])
 
 
 def test_four_gpus_pass_and_show_restriction():
     facts = nvidia_facts(4)
     checks = by_name(validation_container_checks(run_all(plan(facts)['cases'], facts)))
-    assert [check['status'] for check in checks.values()] == ['pass'] * 5
+    assert [check['status'] for check in checks.values()] == ['pass'] * 4 + ['skip', 'pass']
     assert list(checks)[-1] == 'container_nvidia_restriction'
     assert checks['container_nvidia_restriction']['measured']['shown_by'] == [
         'container_nvidia_gpus_2', 'container_nvidia_gpus_device', 'container_nvidia_visible_devices']
     assert checks['container_nvidia_gpus_2']['measured'] == {
         'seen': 2, 'expected': 2, 'total': 4, 'requested': [0, 1], 'runtime': None, 'exit_status': 0,
-        'uuids': [gpu['uuid'] for gpu in facts['nvidia']['gpus'][:2]]}
+        'path': HOOK_PATH, 'uuids': [gpu['uuid'] for gpu in facts['nvidia']['gpus'][:2]]}
     assert checks['container_nvidia_gpus_all']['detail'] == (
-        'nvidia-smi -L in a container (docker run --gpus all) sees 4 of 4 GPU(s), the 4 asked for')
+        'nvidia-smi -L in a container (docker run --gpus all, through %s) sees 4 of 4 GPU(s), the 4 asked for' % HOOK_PATH)
 
 
 def test_one_gpu_cannot_show_restriction():
@@ -136,7 +149,8 @@ def test_one_gpu_cannot_show_restriction():
     checks = by_name(validation_container_checks(run_all(result['cases'], H200)))
     assert {name: check['status'] for name, check in checks.items()} == {
         'container_nvidia_gpus_all': 'pass', 'container_nvidia_gpus_2': 'skip', 'container_nvidia_gpus_device': 'pass',
-        'container_nvidia_visible_devices': 'pass', 'container_nvidia_restriction': 'skip'}
+        'container_nvidia_visible_devices': 'pass', 'container_nvidia_cdi_all': 'skip',
+        'container_nvidia_restriction': 'skip'}
     assert checks['container_nvidia_restriction']['detail'] == (
         'skipped: the host has 1 GPU(s): every request asks for all of them, so no container can show that the '
         'others are kept out')
@@ -160,7 +174,7 @@ def test_a_container_that_sees_every_gpu_fails_restriction():
     checks = by_name(validation_container_checks(results))
     assert checks['container_nvidia_gpus_2']['status'] == 'fail'
     assert checks['container_nvidia_gpus_2']['detail'].startswith(
-        'nvidia-smi -L in a container (docker run --gpus 2) sees 4 of 4 GPU(s), expected 2: exit 0 ')
+        'nvidia-smi -L in a container (docker run --gpus 2, through %s) sees 4 of 4 GPU(s), expected 2: exit 0 ' % HOOK_PATH)
     assert checks['container_nvidia_visible_devices']['status'] == 'fail'
     assert 'but not the ones asked for (GPU-1a5e2b3c-0000-4000-8000-000000000003)' in checks['container_nvidia_visible_devices']['detail']
     assert checks['container_nvidia_restriction']['status'] == 'fail'
@@ -173,9 +187,11 @@ def test_counts_alone_judge_a_command_without_uuids():
     facts = nvidia_facts(4)
     results = run_all(plan(facts, nvidia_command=['sh', '-c', 'nvidia-smi -L | cut -d"(" -f1'])['cases'], facts)
     for result in results:
-        result['container']['Output'] = ''.join('GPU %d: Tesla V100-SXM2-16GB\n' % n for n in range(len(result['item']['requested'])))
+        if not result.get('skipped'):
+            result['container']['Output'] = ''.join('GPU %d: Tesla V100-SXM2-16GB\n' % n
+                                                    for n in range(len(result['item']['requested'])))
     checks = by_name(validation_container_checks(results))
-    assert all(check['status'] == 'pass' for check in checks.values())
+    assert [name for name, check in checks.items() if check['status'] != 'pass'] == ['container_nvidia_cdi_all']
     assert checks['container_nvidia_gpus_2']['measured']['uuids'] is None
 
 
@@ -198,7 +214,9 @@ def test_cdi_mode_without_nvidia_as_default_names_the_runtime_and_says_why(engin
 def test_cdi_mode_with_nvidia_as_default_takes_gpus_as_typed():
     cases = plan(nvidia_facts(4), engine=NVIDIA_DEFAULT, config=TOOLKIT_CDI)['cases']
     assert cases[0]['name'] == 'container_nvidia_gpus_all'
-    assert [case['runtime'] for case in cases] == ['', '', '', 'nvidia']
+    assert [case['runtime'] for case in cases] == ['', '', '', 'nvidia', '']
+    # Under the nvidia runtime, by default, --gpus takes the runtime's path.
+    assert cases[0]['path'] == 'the nvidia runtime in cdi mode (the CDI spec on the node)'
 
 
 def test_an_image_without_an_ld_cache_is_named_with_the_fix():
@@ -247,7 +265,8 @@ def test_docker_without_the_nvidia_device_driver_is_explained():
 def test_reasons_to_run_no_container(engine, kwargs, skip):
     arguments = dict(engine=engine, image='accel-test/busybox:1', toolkit_config=TOOLKIT_LEGACY)
     arguments.update(kwargs)
-    assert validation_container_plan(H200, **arguments) == {'skip': skip, 'toolkit_mode': 'legacy', 'cases': []}
+    assert validation_container_plan(H200, **arguments) == {'skip': skip, 'toolkit_mode': 'legacy',
+                                                            'runtime_mode': 'legacy', 'cases': []}
 
 
 def test_no_accelerator_runs_no_container():
@@ -308,3 +327,50 @@ def test_bad_input_says_what_is_wrong():
         validation_container_checks({'results': []})
     with pytest.raises(AnsibleFilterError, match='each result needs the case'):
         validation_container_checks([{'item': 'container_nvidia_all'}])
+
+
+# -- toolkit 1.18 and later, Docker 25 and later ----------------------------------------------
+
+@pytest.mark.parametrize('mode, version, resolved', [
+    ('auto', 'NVIDIA Container Toolkit CLI version 1.20.0\ncommit: 5505e2f', 'jit-cdi'),  # v1.20.0 internal/info/auto.go
+    ('auto', 'NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80', 'legacy'),
+    ('auto', None, 'legacy'),
+    ('cdi', 'NVIDIA Container Toolkit CLI version 1.20.0', 'cdi'),
+    ('legacy', 'NVIDIA Container Toolkit CLI version 1.20.0', 'legacy'),
+])
+def test_the_runtime_resolves_auto_as_its_version_does(mode, version, resolved):
+    assert runtime_mode(mode, version) == resolved
+
+
+def test_toolkit_1_20_in_auto_mode_takes_gpus_through_the_hook_and_the_variable_through_jit_cdi():
+    cases = by_name(plan(H200, config=TOOLKIT_AUTO, toolkit_version='NVIDIA Container Toolkit CLI version 1.20.0')['cases'])
+    assert cases['container_nvidia_gpus_all']['runtime'] == '' and cases['container_nvidia_gpus_all']['path'] == HOOK_PATH
+    assert cases['container_nvidia_visible_devices']['path'] == (
+        'the nvidia runtime in jit-cdi mode (a CDI spec made for the container)')
+
+
+def test_docker_28_runs_the_cdi_path_where_a_spec_names_the_gpus():
+    cases = by_name(plan(H200, engine=DOCKER_28, cdi_devices=CDI_DEVICES)['cases'])
+    case = cases['container_nvidia_cdi_all']
+    assert case['skip'] == '' and case['device_requests'] == [{'driver': 'cdi', 'device_ids': ['nvidia.com/gpu=all']}]
+    assert case['requested'] == [0] and case['expected_uuids'] == [H200['nvidia']['gpus'][0]['uuid']]
+    checks = by_name(validation_container_checks(run_all(list(cases.values()), H200)))
+    assert checks['container_nvidia_cdi_all']['status'] == 'pass'
+    assert checks['container_nvidia_cdi_all']['detail'].startswith(
+        "nvidia-smi -L in a container (docker run --device nvidia.com/gpu=all, through Docker's CDI driver")
+
+
+@pytest.mark.parametrize('engine, devices, reason', [
+    (DOCKER_28, '', 'no CDI spec on this node names nvidia.com/gpu=all (nvidia-ctk cdi list)'),
+    (dict(DOCKER_28, version='26.1.5+dfsg1', cdi_spec_dirs=[]), CDI_DEVICES, 'CDI is off in Docker 26.1.5+dfsg1'),
+])
+def test_the_cdi_path_says_why_it_cannot_run(engine, devices, reason):
+    case = by_name(plan(H200, engine=engine, cdi_devices=devices)['cases'])['container_nvidia_cdi_all']
+    assert case['skip'].startswith(reason)
+
+
+def test_docker_29_2_takes_gpus_through_cdi_first():
+    # moby#50228 (29.2): --gpus goes to the CDI driver where a spec names the device, else to the hook.
+    engine = dict(DOCKER_28, version='29.2.0')
+    case = by_name(plan(H200, engine=engine, cdi_devices=CDI_DEVICES)['cases'])['container_nvidia_gpus_all']
+    assert case['path'].startswith("Docker's CDI driver where a spec names the GPUs")
