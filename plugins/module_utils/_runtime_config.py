@@ -425,6 +425,39 @@ def drop_in_runtimes(text):
     return [n.strip() for n in names.split(',') if n.strip()]
 
 
+def _leaves(data, prefix=()):
+    """{dotted path tuple: value} of every value in nested dicts; empty tables give nothing."""
+    found = {}
+    for key, value in (data or {}).items():
+        if isinstance(value, dict):
+            found.update(_leaves(value, prefix + (key,)))
+        else:
+            found[prefix + (key,)] = value
+    return found
+
+
+def nvidia_ctk_drop_in_extras(drop_in, main, name):
+    """What a drop-in of `nvidia-ctk runtime configure` (toolkit 1.18 and later: conf.d/99-nvidia.toml) holds
+    besides runtime name: the settings of it that the main config does not have, as dotted keys; None where it
+    registers another runtime than name alone, so is not such a drop-in.
+
+    nvidia-ctk starts the drop-in as a copy of the main config's whole CRI plugin section, then adds its
+    runtime (v1.20.0 pkg/config/engine/containerd/config_drop_in.go; "plugins are overridden by key and the
+    content is not merged" before containerd 2.1). Where the copy holds nothing the main config does not, the
+    drop-in is the runtime alone, which accel.nodes.container_runtime registers in its own drop-in."""
+    registered = [n for section in _cri_sections(drop_in) for n in _runtimes_of(section)]
+    if registered != [name]:
+        return None
+    main_leaves = _leaves(main)
+    extras = []
+    for path, value in sorted(_leaves(drop_in).items()):
+        if path == ('version',) or (len(path) > 4 and path[0] == 'plugins' and path[2:5] == ('containerd', 'runtimes', name)):
+            continue
+        if main_leaves.get(path) != value:
+            extras.append('.'.join(path))
+    return extras
+
+
 def _section_of(data, plugin):
     section = ((data or {}).get('plugins') or {}).get(plugin)
     return section if isinstance(section, dict) else {}

@@ -24,6 +24,11 @@ description:
     C(required_plugins) named by URI, as containerd 2.x migrates them. The CRI plugins leave
     C(disabled_plugins), since a CRI runtime is of no use without them. Every other key and comment stays
     as it was; RV(containerd_config_changes) says what changed.
+  - B(nvidia-ctk's drop-in.) C(nvidia-ctk runtime configure) (NVIDIA Container Toolkit 1.18 and later) writes
+    C(conf.d/99-nvidia.toml), a copy of the main config's CRI section plus its runtime; it sorts after this module's
+    drop-in, and containerd 1.x keeps only the last CRI section it imports. Where such a file registers the same
+    runtime alone and its copy holds nothing the main config does not, it is removed (with a backup): this module's
+    drop-in registers the runtime instead. Otherwise it stays, and a warning names what it holds.
   - Files are written atomically (temporary file, then rename) and only when their content changes.
     An existing file keeps its owner and mode.
   - The engine must be restarted for a change to take effect; RV(restart_required) says when.
@@ -224,6 +229,21 @@ containerd_config_backup_file:
   returned: when a backup was made
   type: str
   sample: /etc/containerd/config.toml.31847.2026-11-21@10:15:42~
+vendor_drop_in:
+  description:
+    - The drop-in C(conf.d/99-<name>.toml) that C(nvidia-ctk runtime configure) (toolkit 1.18 and later) writes for
+      the same runtime, where there is one - C(path), C(extras) (the settings it holds that the main config does not,
+      as dotted keys) and C(replaced) (removed, where it held none).
+  returned: when O(engine=containerd), O(state=present) and there is such a drop-in
+  type: dict
+  sample: {path: /etc/containerd/conf.d/99-nvidia.toml, extras: [], replaced: true}
+  version_added: 0.4.0
+vendor_drop_in_backup_file:
+  description: Backup of that drop-in, made before it was removed.
+  returned: when it was removed and O(backup) is true
+  type: str
+  sample: /etc/containerd/conf.d/99-nvidia.toml.31847.2026-11-27@05:00:00~
+  version_added: 0.4.0
 """
 
 import glob
@@ -315,7 +335,7 @@ def containerd(module):
         result['containerd_config_version'] = version
         result['containerd_config_changes'] = changes
     diffs = []
-    for path, before, after, key in legacy_drop_ins(module, name, drop_in) + [
+    for path, before, after, key in legacy_drop_ins(module, name, drop_in, main_doc.as_dict(), result) + [
             (drop_in, drop_in_before, drop_in_after, 'backup_file')]:
         update = _files.update_file(module, path, before, after, p['backup'])
         result['changed'] = result['changed'] or update['changed']
@@ -338,15 +358,38 @@ def containerd(module):
     return result
 
 
-def legacy_drop_ins(module, name, drop_in):
-    """(path, before, None, None) for this runtime's drop-in of the one-file-per-runtime layout, to remove it."""
+def legacy_drop_ins(module, name, drop_in, main, result):
+    """(path, before, None, key) for conf.d/99-<name>.toml where it registers this runtime alone, to remove it: this
+    module's own of the one-file-per-runtime layout, or the one `nvidia-ctk runtime configure` writes (toolkit 1.18
+    and later), whose copy of the main config's CRI section would shadow this drop-in on containerd 1.x (it sorts
+    after 99-accel-nodes.toml). nvidia-ctk's is removed only where that copy holds nothing the main config does not,
+    and a backup is kept; otherwise it stays, and RV(vendor_drop_in) says what it holds."""
     path = os.path.join(os.path.dirname(drop_in), os.path.basename(rc.CONTAINERD_LEGACY_DROP_IN % name))
     if path == drop_in:
         return []
     text = read(module, path)
-    if rc.drop_in_runtimes(text) != [name]:
+    if text is None:
         return []
-    return [(path, text, None, None)]
+    owned = rc.drop_in_runtimes(text)
+    if owned is not None:
+        return [(path, text, None, None)] if owned == [name] else []
+    if module.params['state'] != 'present':
+        return []
+    try:
+        extras = rc.nvidia_ctk_drop_in_extras(loads(text), main, name)
+    except TomlError:
+        return []
+    if extras is None:
+        return []
+    result['vendor_drop_in'] = dict(path=path, extras=extras, replaced=not extras)
+    if extras:
+        module.warn('%s, as nvidia-ctk runtime configure writes it, registers the %s runtime and also sets %s, which %s '
+                    'does not: it is left in place. On containerd 1.x its CRI section replaces the one of %s. Move '
+                    'those settings into %s and remove it, and the role takes its place.'
+                    % (path, name, ', '.join(extras), module.params['containerd_config'], drop_in,
+                       module.params['containerd_config']))
+        return []
+    return [(path, text, None, 'vendor_drop_in_backup_file')]
 
 
 def containerd_major(module):

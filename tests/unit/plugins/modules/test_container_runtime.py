@@ -532,3 +532,55 @@ def test_bad_containerd_arguments_fail(run, etc, args, match):
 def test_config_path_cannot_be_the_main_config(run, etc):
     result = ctr(run, etc, config_path=str(etc / 'config.toml'))
     assert result['failed'] is True and 'drop-in' in result['msg']
+
+
+# -- nvidia-ctk's own drop-in (toolkit 1.18 and later): real output of nvidia-ctk 1.20.0 -------------------
+
+CTK_DROP_INS = Path(__file__).parents[3] / 'fixtures' / 'containerd' / 'nvidia-ctk-1.20.0'
+
+
+@pytest.mark.parametrize('version', ['v2', 'v3'])
+def test_nvidia_ctks_drop_in_for_the_same_runtime_is_replaced_with_a_backup(module_in_tmp, tmp_path, version):
+    etc = tmp_path / 'containerd'
+    (etc / 'conf.d').mkdir(parents=True)
+    main = (CTK_DROP_INS / version / 'config.toml').read_text().replace('/tmp/ctkcfg/%s' % version, str(etc))
+    (etc / 'config.toml').write_text(main)
+    (etc / 'conf.d' / '99-nvidia.toml').write_text((CTK_DROP_INS / version / '99-nvidia.toml').read_text())
+    run = module_in_tmp(container_runtime.main)
+    result = run(engine='containerd', name='nvidia', path='/usr/bin/nvidia-container-runtime',
+                 containerd_config=str(etc / 'config.toml'), config_path=str(etc / 'conf.d' / '99-accel-nodes.toml'))
+    assert result['changed'] is True
+    assert result['vendor_drop_in'] == {'path': str(etc / 'conf.d' / '99-nvidia.toml'), 'extras': [], 'replaced': True}
+    assert not (etc / 'conf.d' / '99-nvidia.toml').exists()
+    assert Path(result['vendor_drop_in_backup_file']).read_text() == (CTK_DROP_INS / version / '99-nvidia.toml').read_text()
+    assert 'nvidia' in result['runtimes']
+    again = run(engine='containerd', name='nvidia', path='/usr/bin/nvidia-container-runtime',
+                containerd_config=str(etc / 'config.toml'), config_path=str(etc / 'conf.d' / '99-accel-nodes.toml'))
+    assert again['changed'] is False and 'vendor_drop_in' not in again
+
+
+def test_nvidia_ctks_drop_in_with_settings_of_its_own_stays_and_says_so(module_in_tmp, tmp_path):
+    etc = tmp_path / 'containerd'
+    (etc / 'conf.d').mkdir(parents=True)
+    main = (CTK_DROP_INS / 'v2' / 'config.toml').read_text().replace('/tmp/ctkcfg/v2', str(etc))
+    # The user changed the sandbox image in config.toml after nvidia-ctk copied the old one into its drop-in.
+    (etc / 'config.toml').write_text(main.replace('pause:3.10', 'pause:3.11'))
+    (etc / 'conf.d' / '99-nvidia.toml').write_text((CTK_DROP_INS / 'v2' / '99-nvidia.toml').read_text())
+    result = module_in_tmp(container_runtime.main)(
+        engine='containerd', name='nvidia', path='/usr/bin/nvidia-container-runtime',
+        containerd_config=str(etc / 'config.toml'), config_path=str(etc / 'conf.d' / '99-accel-nodes.toml'))
+    assert result['vendor_drop_in']['extras'] == ['plugins.io.containerd.grpc.v1.cri.sandbox_image']
+    assert result['vendor_drop_in']['replaced'] is False
+    assert (etc / 'conf.d' / '99-nvidia.toml').exists()
+
+
+def test_a_drop_in_of_another_runtime_at_that_name_is_not_touched(module_in_tmp, tmp_path):
+    etc = tmp_path / 'containerd'
+    (etc / 'conf.d').mkdir(parents=True)
+    (etc / 'config.toml').write_text('version = 2\n')
+    other = (CTK_DROP_INS / 'v2' / '99-nvidia.toml').read_text().replace('runtimes.nvidia', 'runtimes.kata')
+    (etc / 'conf.d' / '99-nvidia.toml').write_text(other)
+    result = module_in_tmp(container_runtime.main)(
+        engine='containerd', name='nvidia', path='/usr/bin/nvidia-container-runtime',
+        containerd_config=str(etc / 'config.toml'), config_path=str(etc / 'conf.d' / '99-accel-nodes.toml'))
+    assert 'vendor_drop_in' not in result and (etc / 'conf.d' / '99-nvidia.toml').read_text() == other
