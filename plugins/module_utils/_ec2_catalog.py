@@ -14,6 +14,9 @@ GPU jobs table (https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html
 and the AWS Neuron architecture pages for Inf1, Inf2, Trn1/Trn1n and Trn2.
 Memory is per GPU in MiB as EC2 lists it (GiB x 1024); the P5e's H200 is
 listed as 141 GB, the P6-B200's B200 as 180 GB (1,440 GB for eight).
+P6-B300 and P6e-GB200 (added 2026-11) cite their sources where they are
+listed; ac.html itself could not be read for them, so each figure below names
+the AWS page it comes from and who quoted it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,36 @@ _V100 = ('nvidia', 'V100', 16384)
 # AWS Batch GPU jobs table).
 _L4 = ('nvidia', 'L4', 24576)
 _L40S = ('nvidia', 'L40S', 49152)
+# Blackwell GPUs (compute capability 10.x: the open kernel modules only). The
+# model is the GPU's name in NVIDIA's "Compatible GPUs" table (README of
+# NVIDIA/open-gpu-kernel-modules, 610.43.03), which is what nvidia-smi prints,
+# less "NVIDIA ": B300 SXM6 AC is PCI device 0x3182, GB200 is 0x2941.
+# P6-B300: eight B300 with 2,144 GB in all, so 268 GiB each (AWS's P6-B300
+# announcement and https://aws.amazon.com/ec2/instance-types/p6/, as third-party
+# translations of its table quote it; summaries of the AWS ML blog post on
+# SageMaker and Blackwell give 268 GB too). nvidia-smi shows 275040 MiB
+# (third-party captures).
+_B300 = ('nvidia', 'B300', 274432)
+# P6e-GB200: four Blackwell GPUs on an arm64 (Grace) host; the EKS user guide ("Use P6e-GB200 UltraServers with Amazon
+# EKS") says p6e-gb200.36xlarge has 4 NVIDIA Blackwell GPUs and is sold only as
+# UltraServers (u-p6e-gb200x36: 9 instances, u-p6e-gb200x72: 18) and points to
+# the AL2023 ARM NVIDIA AMI. GPU memory 740 GB for four, so 185 each (AWS's P6
+# table as third-party copies quote it; the AWS ML blog's 13.4 TB for 72 GPUs
+# and NVIDIA's MIG user guide, GB200 186 GB, agree within the tolerance).
+# The nvidia_driver role maps aarch64 to NVIDIA's sbsa repository but
+# has never run on arm64, and the collection sets up no nvidia-imex, which the
+# UltraServer's NVLink across instances needs (README, "Not set up on P4d, P5
+# and P6").
+_GB200 = ('nvidia', 'GB200', 189440)
+# Not in the catalog, for want of an AWS figure: p6e-gb200.72xlarge and
+# p6e-gb300.36xlarge/.72xlarge (AWS PCS "Configure UltraServer instances" names
+# them, with no GPU count or memory), and every Trn3 type. The Trn3 architecture
+# page (Neuron docs, about-neuron/arch/neuron-hardware/trn3-arch) describes the
+# UltraServers (Gen1: four servers of 16 Trainium3; Gen2: 36 servers of four)
+# but names no instance type, and AWS lists no Trn3 size with its device count;
+# the Neuron driver's platform map names trn3.48xlarge, trn3p.48xlarge and
+# trn3e.24xlarge without one either. A Trainium3 has eight NeuronCore-v4 and
+# 144 GiB (Trainium3 architecture page); its PCI ids are in _pci.py.
 
 # instance type: (vendor, model, memory_mib_each, count) for GPUs,
 #                (vendor, devices, cores) for Neuron.
@@ -77,6 +110,8 @@ CATALOG = {
     'p5e.48xlarge': ('nvidia', 'H200', 144384, 8),
     'p5en.48xlarge': ('nvidia', 'H200', 144384, 8),
     'p6-b200.48xlarge': ('nvidia', 'B200', 184320, 8),
+    'p6-b300.48xlarge': _B300 + (8,),
+    'p6e-gb200.36xlarge': _GB200 + (4,),
     'inf1.xlarge': ('neuron', 1, 4),
     'inf1.2xlarge': ('neuron', 1, 4),
     'inf1.6xlarge': ('neuron', 4, 16),
@@ -99,6 +134,16 @@ CATALOG = {
 # with the NVSwitch generation of the NVIDIA Fabric Manager User Guide: HGX
 # A100 (P4d, P4de) has the second generation, HGX H100/H200 (P5, P5e, P5en)
 # the third, HGX B200 (P6-B200) the fourth. p5.4xlarge has one GPU and no fabric.
+# HGX B300 (P6-B300) is an NVSwitch baseboard too (NVIDIA AI Enterprise,
+# "NVIDIA NVSwitch": platform support lists the HGX B300 8-GPU baseboard) with
+# Blackwell's NVLink 5, the fourth generation, as its compute capability 10.3
+# also tells _nvswitch. Whether the host reaches those switches through
+# SW_MNG bridges as on HGX B200 is not documented where we could read it; the
+# PCI scan decides on the host, and the catalog only when baking.
+# P6e-GB200 is left out on purpose: its NVSwitches sit in the rack's switch
+# trays and are managed there, so the host runs no Fabric Manager (README, "Not
+# set up on P4d, P5 and P6"; _nvswitch.OFF_HOST_FABRIC_GPUS). Listing it here
+# would make a bake for it install Fabric Manager.
 NVSWITCH_GENERATION = {
     'p4d.24xlarge': 2,
     'p4de.24xlarge': 2,
@@ -106,6 +151,7 @@ NVSWITCH_GENERATION = {
     'p5e.48xlarge': 3,
     'p5en.48xlarge': 3,
     'p6-b200.48xlarge': 4,
+    'p6-b300.48xlarge': 4,
 }
 
 

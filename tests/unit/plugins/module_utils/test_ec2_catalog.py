@@ -28,6 +28,8 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
     ('p5.4xlarge', {'vendor': 'nvidia', 'model': 'H100', 'count': 1, 'memory_mib_each': 81920}),
     ('p5en.48xlarge', {'vendor': 'nvidia', 'model': 'H200', 'count': 8, 'memory_mib_each': 144384}),
     ('p6-b200.48xlarge', {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}),
+    ('p6-b300.48xlarge', {'vendor': 'nvidia', 'model': 'B300', 'count': 8, 'memory_mib_each': 274432}),
+    ('p6e-gb200.36xlarge', {'vendor': 'nvidia', 'model': 'GB200', 'count': 4, 'memory_mib_each': 189440}),
     ('g6.xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 1, 'memory_mib_each': 24576}),
     ('g6.12xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 4, 'memory_mib_each': 24576}),
     ('g6.48xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 8, 'memory_mib_each': 24576}),
@@ -49,6 +51,10 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
     ('trn1n.32xlarge', {'vendor': 'neuron', 'devices': 16, 'cores': 32}),
     ('P3.8XLARGE ', {'vendor': 'nvidia', 'model': 'V100', 'count': 4, 'memory_mib_each': 16384}),
     ('m5.large', None),
+    # Named by AWS, but no AWS page we could read gives their accelerator count.
+    ('p6e-gb200.72xlarge', None),
+    ('p6e-gb300.36xlarge', None),
+    ('trn3.48xlarge', None),
     ('', None),
     (None, None),
 ])
@@ -105,6 +111,8 @@ def test_no_expectation_no_problem():
     ('p5e.48xlarge', 3),
     ('P5EN.48XLARGE', 3),
     ('p6-b200.48xlarge', 4),
+    ('p6-b300.48xlarge', 4),
+    ('p6e-gb200.36xlarge', None),  # NVSwitches in the rack's switch trays, no Fabric Manager on the host
     ('p5.4xlarge', None),      # one H100, no fabric
     ('g6e.48xlarge', None),    # eight L40S on PCIe
     ('p3.16xlarge', None),     # NVLink between V100s, no NVSwitch
@@ -119,3 +127,23 @@ def test_b200_reporting_less_memory_than_listed_is_within_tolerance():
     want = _ec2_catalog.expected('p6-b200.48xlarge')
     gpus = [gpu('0000:%02x:00.0' % bus, 'NVIDIA B200', 183359) for bus in range(8)]
     assert _ec2_catalog.compare('p6-b200.48xlarge', want, gpus, [], 'the PCI bus') == []
+
+
+def test_b300_and_gb200_as_nvidia_smi_names_them_match_the_catalog():
+    # nvidia-smi names them "NVIDIA B300 SXM6 AC" (275040 MiB) and "NVIDIA GB200" (memory left unknown here).
+    want = _ec2_catalog.expected('p6-b300.48xlarge')
+    gpus = [gpu('0000:%02x:00.0' % bus, 'NVIDIA B300 SXM6 AC', 275040) for bus in range(8)]
+    assert _ec2_catalog.compare('p6-b300.48xlarge', want, gpus, [], 'the PCI bus') == []
+    want = _ec2_catalog.expected('p6e-gb200.36xlarge')
+    gpus = [gpu('0008:%02x:00.0' % bus, 'NVIDIA GB200', None) for bus in range(4)]
+    assert _ec2_catalog.compare('p6e-gb200.36xlarge', want, gpus, [], 'the PCI bus') == []
+
+
+def test_a_b200_host_is_not_a_p6_b300():
+    want = _ec2_catalog.expected('p6-b300.48xlarge')
+    gpus = [gpu('0000:%02x:00.0' % bus, 'NVIDIA B200', 183359) for bus in range(8)]
+    problems = _ec2_catalog.compare('p6-b300.48xlarge', want, gpus, [], 'the PCI bus')
+    assert problems[0] == 'GPU 0000:00:00.0 is NVIDIA B200, but p6-b300.48xlarge should have B300'
+    assert problems[1] == ('GPU 0000:00:00.0 has 183359 MiB, but the B300 of p6-b300.48xlarge should have '
+                           'about 274432 MiB')
+    assert len(problems) == 16

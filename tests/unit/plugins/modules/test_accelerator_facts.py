@@ -512,6 +512,17 @@ def test_nvswitch_override_and_a_p3_without_fabric(facts, no_imds):
     assert acc['nvidia']['nvswitch']['present'] is True and acc['nvidia']['nvswitch']['source'] == 'option'
 
 
+def test_p6e_gb200_fabric_is_not_the_hosts_even_when_baking(facts, no_imds, tmp_path):
+    # Baking: a build host without GPUs. P6e-GB200's switches are managed in the rack, so no Fabric Manager.
+    (tmp_path / 'root/sys/bus/pci/devices').mkdir(parents=True)
+    acc = facts(root=str(tmp_path / 'root'), gather=['pci'], instance_type='p6e-gb200.36xlarge')
+    assert acc['ec2']['expected'] == {'vendor': 'nvidia', 'model': 'GB200', 'count': 4, 'memory_mib_each': 189440}
+    assert acc['nvidia']['nvswitch'] == {'present': False, 'generation': None, 'source': 'pci', 'devices': []}
+    # A P6-B300 bake trusts the catalog's fourth-generation fabric, as a P6-B200 one does.
+    acc = facts(root=str(tmp_path / 'root'), gather=['pci'], instance_type='p6-b300.48xlarge')
+    assert acc['nvidia']['nvswitch'] == {'present': True, 'generation': 4, 'source': 'ec2', 'devices': []}
+
+
 def test_baking_for_a_p5_on_the_h200_tree_asks_the_catalog(facts, no_imds):
     # The H200 host has one GPU and no switch: as a p5e.48xlarge it falls short.
     acc = facts(root='h200', gather=['pci'], instance_type='p5e.48xlarge')
