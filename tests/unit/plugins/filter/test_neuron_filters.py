@@ -135,10 +135,10 @@ def test_pins_match_hashed_versions(scenario_facts, os_family):
     settings = driver_settings(os_family, install_runtime_lib=True, runtime_lib_version='2.31.24.0')
     specs = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], settings)['package_specs']
     if os_family == 'Debian':
-        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.29.18.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
+        assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.33.38.0*', 'aws-neuronx-runtime-lib=2.31.24.0*']
         assert fnmatch.fnmatchcase('2.31.24.0-0b044f4ce', specs[2].split('=')[1])
     else:
-        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.29.18.0', 'aws-neuronx-runtime-lib-2.31.24.0']
+        assert specs == ['aws-neuronx-dkms-2.24.*', 'aws-neuronx-tools-2.33.38.0', 'aws-neuronx-runtime-lib-2.31.24.0']
 
 
 def test_the_libraries_are_installed_only_when_asked(scenario_facts):
@@ -154,7 +154,12 @@ def test_settings_without_a_key_fail_with_its_name():
         neuron.neuron_driver_plan({}, {'tools_version': '1'})
 
 
-# neuron_driver: what is left to do, from the dpkg status of the converged neuron node
+# neuron_driver: what is left to do, from the dpkg status of the converged neuron node.
+# The capture (2026-11-24) was taken under the Neuron SDK 2.29.0 pins; the Inf1 driver
+# line has not moved since, the tools have. The tests that ask whether that node is
+# converged ask with the pins it was converged to.
+CAPTURED_PINS = {'tools_version': '2.29.18.0'}
+
 
 @pytest.fixture(scope='module')
 def converged():
@@ -179,7 +184,7 @@ def package_settings(**extra):
 
 
 def test_a_converged_node_has_nothing_left_to_do(converged, scenario_facts):
-    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings())
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings(**CAPTURED_PINS))
     actions = neuron.neuron_driver_packages(converged, plan, package_settings())
     assert actions == {'kept': True, 'legacy': [], 'headers': package_settings()['headers_packages'],
                        'headers_missing': [], 'install': False, 'moving': [],
@@ -197,7 +202,7 @@ def _released(packages, *names):
 
 
 def test_a_released_hold_is_held_again_and_nothing_else(converged, scenario_facts):
-    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings())
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings(**CAPTURED_PINS))
     actions = neuron.neuron_driver_packages(_released(converged, 'aws-neuronx-tools', 'linux-image-6.1.0-98-cloud-amd64'),
                                             plan, package_settings())
     assert actions['hold_packages'] == ['aws-neuronx-tools']
@@ -210,13 +215,24 @@ def test_a_released_hold_is_held_again_and_nothing_else(converged, scenario_fact
 
 
 def test_a_new_pin_installs_and_a_missing_header_is_installed(converged, scenario_facts):
-    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings(inf1_dkms_version='2.23.*'))
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'],
+                                     driver_settings(inf1_dkms_version='2.23.*', **CAPTURED_PINS))
     settings = package_settings(headers_packages=['linux-headers-6.1.0-99-cloud-amd64', 'linux-headers-cloud-amd64'])
     actions = neuron.neuron_driver_packages(converged, plan, settings)
     assert actions['install'] is True
     assert actions['moving'] == ['aws-neuronx-dkms']
     assert actions['headers_missing'] == ['linux-headers-cloud-amd64']
     assert actions['kept'] is False
+
+
+def test_the_default_pins_move_the_tools_of_the_captured_node_and_keep_its_inf1_driver(converged, scenario_facts):
+    """A node converged under older pins: the defaults move aws-neuronx-tools, never the Inf1 driver."""
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings())
+    assert plan['dkms_pin'] == '2.24.*'
+    actions = neuron.neuron_driver_packages(converged, plan, package_settings())
+    assert actions['install'] is True
+    assert actions['moving'] == ['aws-neuronx-tools']
+    assert actions['legacy'] == [] and actions['headers_missing'] == []
 
 
 def test_a_fresh_node_removes_the_legacy_package_and_installs_everything():
@@ -247,9 +263,9 @@ def test_unknown_packages_run_every_task():
 
 
 def test_rpm_holds_every_installed_package_as_versionlock_is_idempotent():
-    # node_probe's rpm versions are VERSION-RELEASE; dnf reads the pins (name-2.29.18.0, name-2.24.*) as any release.
-    installed = {'aws-neuronx-dkms': {'version': '2.27.4.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
-                 'aws-neuronx-tools': {'version': '2.29.18.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
+    # node_probe's rpm versions are VERSION-RELEASE; dnf reads the pins (name-2.33.38.0, name-2.24.*) as any release.
+    installed = {'aws-neuronx-dkms': {'version': '2.31.7.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
+                 'aws-neuronx-tools': {'version': '2.33.38.0-1', 'release': '1', 'selection': None, 'status': 'installed'},
                  'kernel-core': {'version': '6.1.102-108.177.amzn2023', 'release': '108.177.amzn2023', 'selection': None,
                                  'status': 'installed'}}
     plan = neuron.neuron_driver_plan({'ec2': {'instance_type': 'inf2.xlarge'}}, driver_settings('RedHat'))
@@ -286,8 +302,8 @@ def hook_settings(os_family='Debian', **extra):
 @pytest.mark.parametrize('instance_type, pci_ids, package, version', [
     ('inf1.6xlarge', (), 'aws-neuron-runtime-base', '1.*'),
     ('', ('0x7064',), 'aws-neuron-runtime-base', '1.*'),  # Inferentia by PCI id, no instance type
-    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.15.13.0'),
-    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.15.13.0'),
+    ('inf2.xlarge', ('0x7264',), 'aws-neuronx-oci-hook', '2.19.65.0'),
+    ('trn1.32xlarge', (), 'aws-neuronx-oci-hook', '2.19.65.0'),
 ])
 def test_the_hook_package_of_each_family(os_family, instance_type, pci_ids, package, version):
     facts = {'ec2': {'instance_type': instance_type}, 'neuron': {'devices': [{'pci_device_id': p} for p in pci_ids]}}
@@ -302,7 +318,7 @@ def test_a_named_hook_package_wins_over_the_instance_family():
     hook = neuron.neuron_hook_package({'ec2': {'instance_type': 'inf1.xlarge'}}, {},
                                       hook_settings(oci_hook_package='aws-neuronx-oci-hook'))
     assert hook['package'] == 'aws-neuronx-oci-hook'
-    assert hook['version'] == '2.15.13.0'
+    assert hook['version'] == '2.19.65.0'
 
 
 def test_the_converged_inf1_node_has_its_hook_at_the_pin_and_held(converged, scenario_facts):

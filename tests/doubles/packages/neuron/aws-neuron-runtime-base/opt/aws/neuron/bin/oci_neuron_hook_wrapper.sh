@@ -1,5 +1,5 @@
 #!/bin/sh
-# TEST DOUBLE of oci_neuron_hook_wrapper.sh (aws-neuronx-oci-hook 2.15.13.0). Not the real tool.
+# TEST DOUBLE of oci_neuron_hook_wrapper.sh (aws-neuronx-oci-hook 2.19.65.0). Not the real tool.
 # Like the vendor wrapper quoted in aws-neuron-sdk issue #911, it looks both
 # tools up on PATH when a container starts; when oci-add-hooks is missing,
 # `exec` gets an empty program name and every container fails. The role
