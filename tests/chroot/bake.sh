@@ -10,7 +10,7 @@
 #   g5         g5.xlarge on a build host with 8 V100s (facts fixture p3.16xlarge),
 #              -c community.general.chroot: open kernel modules, nvidia-open.
 #   inf2       inf2.xlarge on a build host with Inf1 devices (fixture inf1.6xlarge),
-#              -c chroot: the current driver 2.27.4.0, not the Inf1 pin 2.24.*.
+#              -c chroot: the current driver 2.31.7.0, not the Inf1 pin 2.24.*.
 #   g5-nodev, inf2-nodev
 #              the same targets on a build host without accelerators; when a
 #              case and its -nodev twin both ran, their images must match.
@@ -223,12 +223,12 @@ verify_image() { # bake-succeeded
   case $instance_type in
     g5.*)
       mod_name=nvidia-current-open mod_ver=580.95.05 mod_file='nvidia*.ko*'
-      want_pkgs="nvidia-open=580.95.05-1 nvidia-kernel-open-dkms=580.95.05-1 nvidia-container-toolkit=1.17.8-1 docker.io=*"
+      want_pkgs="nvidia-open=580.95.05-1 nvidia-kernel-open-dkms=580.95.05-1 nvidia-container-toolkit=1.20.0-1 docker.io=*"
       absent_pkgs="cuda-drivers nvidia-kernel-dkms"
       ;;
     inf2.*)
-      mod_name=aws-neuronx mod_ver=2.27.4.0 mod_file='neuron.ko*'
-      want_pkgs="aws-neuronx-dkms=2.27.4.0 aws-neuronx-tools=2.29.18.0 aws-neuronx-oci-hook=2.15.13.0 docker.io=*"
+      mod_name=aws-neuronx mod_ver=2.31.7.0 mod_file='neuron.ko*'
+      want_pkgs="aws-neuronx-dkms=2.31.7.0 aws-neuronx-tools=2.33.38.0 aws-neuronx-oci-hook=2.19.65.0 docker.io=*"
       absent_pkgs="aws-neuron-runtime-base"
       ;;
   esac
@@ -383,7 +383,7 @@ run_case() {
   local decision want
   case $instance_type in
     g5.*) want="$instance_type: NVIDIA driver branch 580, open kernel modules (instance type $instance_type has 1 NVIDIA A10G); the build host's PCI bus was not read" ;;
-    inf2.*) want="$instance_type: aws-neuronx-dkms 2.27.4.0 (the current driver line); the build host's PCI bus was not read" ;;
+    inf2.*) want="$instance_type: aws-neuronx-dkms 2.31.7.0 (the current driver line); the build host's PCI bus was not read" ;;
   esac
   decision=$(awk '/^TASK \[Say what the image got\]/ {d = 1; next} d && /msg:/ {m = 1}
        m && /^$/ {exit} m {sub(/^ *(msg: *)?/, ""); printf "%s ", $0}' "$logs/$case-converge.log" 2>/dev/null |
