@@ -22,11 +22,12 @@ from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 
 # The package families the roles of this collection install on the Debian
 # family, as regular expressions matched from the start of a name. Each role's
-# names are checked against this list in tests/unit/roles/test_managed_packages.py,
+# names are checked against this list in tests/unit/roles/test_role_os_vars.py,
 # so a package a role adds cannot be left out.
 MANAGED = (
     # accel.nodes.docker (vars/Debian.yml, defaults/main.yml)
-    r'docker\.io$', r'docker-ce(-cli|-rootless-extras)?$', r'containerd(\.io)?$', r'runc$', r'python3-requests$',
+    r'docker\.io$', r'docker-cli$', r'docker-ce(-cli|-rootless-extras)?$', r'containerd(\.io)?$', r'runc$',
+    r'python3-requests$',
     # accel.nodes.nvidia_driver (vars/Debian*.yml, __nvidia_driver_owned_packages) and the toolkit
     r'cuda-drivers', r'nvidia-', r'libnvidia-', r'libcuda1', r'libnvcuvid', r'libnvoptix', r'libxnvctrl',
     r'xserver-xorg-video-nvidia', r'firmware-nvidia-', r'nvlsm$', r'libibumad3$', r'infiniband-diags$',

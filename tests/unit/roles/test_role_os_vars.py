@@ -195,7 +195,10 @@ def test_docker(facts):
     assert value(t, '__docker_repo_key_fingerprints') == (
         ['9DC858229FC7DD38854AE2D88D81803C0EBFCD88'] if facts['os_family'] == 'Debian'
         else ['060A61C51B558A7F742B77AAC52FEB6B621E9F35'])
-    if facts['os_family'] == 'Debian':  # Debian's and Ubuntu's own packages
+    if facts['distribution'] == 'Debian' and int(facts['distribution_major_version']) >= 13:
+        # docker.io only recommends docker-cli, the docker command, from Debian 13 on (trixie's docker.io 26.1.5).
+        assert packages['distro'] == {'docker': ['docker.io', 'docker-cli'], 'containerd': ['containerd']}
+    elif facts['os_family'] == 'Debian':  # Debian's and Ubuntu's own packages
         assert packages['distro'] == {'docker': ['docker.io'], 'containerd': ['containerd']}
     else:  # RHEL ships Podman, not Docker
         assert packages['distro'] == {}
@@ -408,8 +411,9 @@ def _debian_packages():
     facts = host('Debian', '12.8', 'Debian', 'bookworm')
     decision = {'branch': '580', 'version': '580.95.05'}
     names = []
-    t = render('docker', facts)
-    names += [n for source in value(t, '__docker_packages').values() for engine in source.values() for n in engine]
+    for docker_host in (facts, host('Debian', '13.2', 'Debian', 'trixie')):
+        t = render('docker', docker_host)
+        names += [n for source in value(t, '__docker_packages').values() for engine in source.values() for n in engine]
     names += value(t, 'docker_python_packages')
     t = render('nvidia_container_toolkit', facts)
     names += value(t, '__nvidia_container_toolkit_packages') + value(t, '__nvidia_container_toolkit_legacy_packages')
