@@ -14,8 +14,8 @@ GPU jobs table (https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html
 and the AWS Neuron architecture pages for Inf1, Inf2, Trn1/Trn1n and Trn2.
 Memory is per GPU in MiB as EC2 lists it (GiB x 1024); the P5e's H200 is
 listed as 141 GB, the P6-B200's B200 as 180 GB (1,440 GB for eight).
-P6-B300 and P6e-GB200 (added 2026-11) cite their sources where they are
-listed; ac.html itself could not be read for them, so each figure below names
+P6-B300, P6e-GB200, G7 and G7e (added 2026-11) cite their sources where they
+are listed; ac.html itself could not be read for them, so each figure below names
 the AWS page it comes from and who quoted it.
 """
 
@@ -54,6 +54,19 @@ _B300 = ('nvidia', 'B300', 274432)
 # UltraServer's NVLink across instances needs (README, "Not set up on P4d, P5
 # and P6").
 _GB200 = ('nvidia', 'GB200', 189440)
+# G7e: NVIDIA RTX PRO 6000 Blackwell Server Edition (0x2bb5), 96 GB each; G7:
+# NVIDIA RTX PRO 4500 Blackwell Server Edition (0x2c3a), 32 GB each. Both
+# compute capability 12.0 (developer.nvidia.com/cuda-gpus): Blackwell, the open
+# kernel modules only; PCIe, no NVSwitch. Sizes and GPU counts (1, 1, 1, 2, 4
+# and 8 from 2xlarge to 48xlarge, for both) from AWS's launch announcements and
+# product pages (https://aws.amazon.com/ec2/instance-types/g7e/ and /g7/), as
+# third-party copies of their tables quote them. dstack's G7 offers from the
+# AWS API (dstackai/dstack#4063) agree up to 24xlarge; one open
+# kubernetes/autoscaler pull request (#9862) gives g7.8xlarge 2 and
+# g7.12xlarge 4, against all of these. The announced g7.metal is not offered
+# yet and stays out.
+_RTX_PRO_6000 = ('nvidia', 'RTX PRO 6000 Blackwell Server Edition', 98304)
+_RTX_PRO_4500 = ('nvidia', 'RTX PRO 4500 Blackwell Server Edition', 32768)
 # Not in the catalog, for want of an AWS figure: p6e-gb200.72xlarge and
 # p6e-gb300.36xlarge/.72xlarge (AWS PCS "Configure UltraServer instances" names
 # them, with no GPU count or memory), and every Trn3 type. The Trn3 architecture
@@ -112,6 +125,18 @@ CATALOG = {
     'p6-b200.48xlarge': ('nvidia', 'B200', 184320, 8),
     'p6-b300.48xlarge': _B300 + (8,),
     'p6e-gb200.36xlarge': _GB200 + (4,),
+    'g7e.2xlarge': _RTX_PRO_6000 + (1,),
+    'g7e.4xlarge': _RTX_PRO_6000 + (1,),
+    'g7e.8xlarge': _RTX_PRO_6000 + (1,),
+    'g7e.12xlarge': _RTX_PRO_6000 + (2,),
+    'g7e.24xlarge': _RTX_PRO_6000 + (4,),
+    'g7e.48xlarge': _RTX_PRO_6000 + (8,),
+    'g7.2xlarge': _RTX_PRO_4500 + (1,),
+    'g7.4xlarge': _RTX_PRO_4500 + (1,),
+    'g7.8xlarge': _RTX_PRO_4500 + (1,),
+    'g7.12xlarge': _RTX_PRO_4500 + (2,),
+    'g7.24xlarge': _RTX_PRO_4500 + (4,),
+    'g7.48xlarge': _RTX_PRO_4500 + (8,),
     'inf1.xlarge': ('neuron', 1, 4),
     'inf1.2xlarge': ('neuron', 1, 4),
     'inf1.6xlarge': ('neuron', 4, 16),

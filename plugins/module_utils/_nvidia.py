@@ -37,7 +37,9 @@ PROC_GPUS = '/proc/driver/nvidia/gpus'
 # Device ids: supported-gpus.json of the 580.82.07 driver (as the EKS AMI's
 # nvidia-open-supported-devices-580.txt lists it); compute capabilities:
 # https://developer.nvidia.com/cuda-gpus (10.0 B200/GB200, 10.3 B300/GB300,
-# 9.0 H100/H200, 8.9 L4/L40S) and /cuda-legacy-gpus (7.0 V100).
+# 9.0 H100/H200, 8.9 L4/L40S) and /cuda-legacy-gpus (7.0 V100). The RTX PRO
+# Blackwell Server Editions' ids come from the "Compatible GPUs" table of the
+# NVIDIA/open-gpu-kernel-modules README (610.43.03); cuda-gpus gives them 12.0.
 COMPUTE_CAPABILITY = {
     '0x102d': '3.7',  # Tesla K80 (P2)
     '0x13f2': '5.2',  # Tesla M60 (G3)
@@ -60,6 +62,8 @@ COMPUTE_CAPABILITY = {
     '0x2335': '9.0',  # H200 SXM 141GB (P5e, P5en)
     '0x2901': '10.0',  # B200 (P6-B200)
     '0x2941': '10.0',  # GB200 (P6e-GB200)
+    '0x2bb5': '12.0',  # RTX PRO 6000 Blackwell Server Edition (G7e)
+    '0x2c3a': '12.0',  # RTX PRO 4500 Blackwell Server Edition (G7)
     '0x3182': '10.3',  # B300 SXM6 AC (P6-B300)
     '0x31c2': '10.3',  # GB300
 }

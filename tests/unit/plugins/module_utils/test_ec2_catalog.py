@@ -30,6 +30,20 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
     ('p6-b200.48xlarge', {'vendor': 'nvidia', 'model': 'B200', 'count': 8, 'memory_mib_each': 184320}),
     ('p6-b300.48xlarge', {'vendor': 'nvidia', 'model': 'B300', 'count': 8, 'memory_mib_each': 274432}),
     ('p6e-gb200.36xlarge', {'vendor': 'nvidia', 'model': 'GB200', 'count': 4, 'memory_mib_each': 189440}),
+    ('g7e.2xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 6000 Blackwell Server Edition', 'count': 1,
+                     'memory_mib_each': 98304}),
+    ('g7e.12xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 6000 Blackwell Server Edition', 'count': 2,
+                      'memory_mib_each': 98304}),
+    ('g7e.48xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 6000 Blackwell Server Edition', 'count': 8,
+                      'memory_mib_each': 98304}),
+    ('g7.8xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 4500 Blackwell Server Edition', 'count': 1,
+                    'memory_mib_each': 32768}),
+    ('g7.12xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 4500 Blackwell Server Edition', 'count': 2,
+                     'memory_mib_each': 32768}),
+    ('g7.24xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 4500 Blackwell Server Edition', 'count': 4,
+                     'memory_mib_each': 32768}),
+    ('g7.48xlarge', {'vendor': 'nvidia', 'model': 'RTX PRO 4500 Blackwell Server Edition', 'count': 8,
+                     'memory_mib_each': 32768}),
     ('g6.xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 1, 'memory_mib_each': 24576}),
     ('g6.12xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 4, 'memory_mib_each': 24576}),
     ('g6.48xlarge', {'vendor': 'nvidia', 'model': 'L4', 'count': 8, 'memory_mib_each': 24576}),
@@ -55,6 +69,7 @@ from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog
     ('p6e-gb200.72xlarge', None),
     ('p6e-gb300.36xlarge', None),
     ('trn3.48xlarge', None),
+    ('g7.metal', None),          # announced, not offered yet
     ('', None),
     (None, None),
 ])
@@ -115,6 +130,8 @@ def test_no_expectation_no_problem():
     ('p6e-gb200.36xlarge', None),  # NVSwitches in the rack's switch trays, no Fabric Manager on the host
     ('p5.4xlarge', None),      # one H100, no fabric
     ('g6e.48xlarge', None),    # eight L40S on PCIe
+    ('g7e.48xlarge', None),    # eight RTX PRO 6000 on PCIe
+    ('g7.48xlarge', None),     # eight RTX PRO 4500 on PCIe
     ('p3.16xlarge', None),     # NVLink between V100s, no NVSwitch
     (None, None),
 ])
@@ -147,3 +164,12 @@ def test_a_b200_host_is_not_a_p6_b300():
     assert problems[1] == ('GPU 0000:00:00.0 has 183359 MiB, but the B300 of p6-b300.48xlarge should have '
                            'about 274432 MiB')
     assert len(problems) == 16
+
+
+def test_a_g7e_with_the_wrong_gpu_is_told_which():
+    want = _ec2_catalog.expected('g7e.12xlarge')
+    gpus = [gpu('0000:00:1e.0', 'NVIDIA RTX PRO 6000 Blackwell Server Edition', None),
+            gpu('0000:00:1f.0', 'NVIDIA RTX PRO 4500 Blackwell Server Edition', None)]
+    assert _ec2_catalog.compare('g7e.12xlarge', want, gpus, [], 'the PCI bus') == [
+        'GPU 0000:00:1f.0 is NVIDIA RTX PRO 4500 Blackwell Server Edition, but g7e.12xlarge should have '
+        'RTX PRO 6000 Blackwell Server Edition']

@@ -178,6 +178,8 @@ CATALOG_MODELS = {
     'B200': ('0x2901', '10.0'),
     'B300': ('0x3182', '10.3'),
     'GB200': ('0x2941', '10.0'),
+    'RTX PRO 6000 Blackwell Server Edition': ('0x2bb5', '12.0'),
+    'RTX PRO 4500 Blackwell Server Edition': ('0x2c3a', '12.0'),
 }
 
 
