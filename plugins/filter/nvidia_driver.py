@@ -59,7 +59,10 @@ ENDED_BRANCHES = {'535': 'June 2026'}
 # Instance type catalog models (accel.nodes.accelerator_facts' ec2.expected.model)
 # that stand for the GPUs when there is no GPU data, as when baking an image.
 VOLTA_MODELS = ('V100',)
-BLACKWELL_MODELS = ('B200',)
+# Blackwell (compute capability 10.0 and up, _nvidia.COMPUTE_CAPABILITY): only
+# the open kernel modules support it.
+BLACKWELL_MODELS = ('B200', 'B300', 'GB200', 'RTX PRO 6000 Blackwell Server Edition',
+                    'RTX PRO 4500 Blackwell Server Edition')
 
 
 def _dict(value: t.Any) -> dict:

@@ -426,3 +426,13 @@ def test_a_branch_nvidia_never_listed_for_data_center_is_refused():
     errors = nvidia_driver_input_errors(nvidia_driver_decision(_facts([T4]), branch='550'), branch='550')
     assert len(errors) == 1
     assert errors[0].startswith('R550 is not among the branches NVIDIA supports for data center GPUs. NVIDIA supports')
+
+
+@pytest.mark.parametrize('instance_type', ['p6-b300.48xlarge', 'p6e-gb200.36xlarge', 'g7e.2xlarge', 'g7.2xlarge'])
+def test_a_bake_for_a_newer_blackwell_type_on_a_host_without_gpus_gets_the_open_modules(instance_type):
+    from ansible_collections.accel.nodes.plugins.module_utils import _ec2_catalog  # pylint: disable=import-outside-toplevel
+    expected = _ec2_catalog.expected(instance_type)
+    acc = _facts(expected=expected, instance_type=instance_type)
+    d = nvidia_driver_decision(acc, bake=True)
+    assert d['blackwell'] and d['kernel_module'] == 'open'
+    assert nvidia_driver_input_errors(nvidia_driver_decision(acc, bake=True, kernel_module='proprietary'))
