@@ -270,7 +270,9 @@ ansible_facts:
                   type: str
                   sample: "0x7064"
                 name:
-                  description: V(Inferentia), V(Trainium), V(Inferentia2) or V(Trainium2).
+                  description:
+                    - V(Inferentia), V(Trainium), V(Inferentia2), V(Trainium2) or V(Trainium3); null for an Amazon device
+                      whose PCI id is not known yet (the facts' C(problems) name it).
                   type: str
                 core_count:
                   description: NeuronCores on the device, from neuron-ls or sysfs.
