@@ -27,7 +27,7 @@ description:
   - B(nvidia-ctk's drop-in.) C(nvidia-ctk runtime configure) (NVIDIA Container Toolkit 1.18 and later) writes
     C(conf.d/99-nvidia.toml), a copy of the main config's CRI section plus its runtime; it sorts after this module's
     drop-in, and containerd 1.x keeps only the last CRI section it imports. Where such a file registers the same
-    runtime alone and its copy holds nothing the main config does not, it is removed (with a backup): this module's
+    runtime alone and its copy holds nothing the main config does not, it is removed (with a backup), and this module's
     drop-in registers the runtime instead. Otherwise it stays, and a warning names what it holds.
   - Files are written atomically (temporary file, then rename) and only when their content changes.
     An existing file keeps its owner and mode.

@@ -27,13 +27,13 @@ description:
     is compared with what C(docker info) said, and with the last known good C(daemon.json). A runtime
     registration (or C(default-runtime)) that Docker does not run with, or a managed key (O(managed_keys), and
     C(features), which M(accel.nodes.container_runtime) writes) whose value differs from the last known good one
-    (where none was recorded: that the file sets), is a change whose restart never happened: for example in a run that
+    (where none was recorded, that the file sets), is a change whose restart never happened, for example in a run that
     was killed or failed before its handlers. RV(restart) then names C(docker), for the caller to restart it.
     Edits to other keys are left for the user to apply, since a restart stops running containers; RV(messages)
     says so.
   - B(containerd.) The files under O(containerd_dir) are kept, as a tar and the digest of the files, when none is
     newer than the running daemon and the digest changed. Where one is newer and the files differ from the last
-    known good ones (or none was recorded), containerd does not run with them yet: RV(restart) names
+    known good ones (or none was recorded), containerd does not run with them yet, and RV(restart) names
     C(containerd). C(containerd config dump) cannot tell, since it reads the files, not the running daemon; and
     a restart of containerd leaves running containers running (their shims stay).
   - B(Interrupted runs.) With O(packages) on dpkg, RV(interrupted) lists what a dpkg run left half-way, and any
@@ -167,7 +167,7 @@ pending_keys:
   version_added: 0.4.0
 interrupted:
   description:
-    - What an interrupted run left, as M(accel.nodes.node_probe) returns it (RV(accel.nodes.node_probe#module:interrupted)):
+    - What an interrupted run left, as M(accel.nodes.node_probe) returns it (RV(accel.nodes.node_probe#module:interrupted)),
       packages dpkg left half-way (with O(packages) on dpkg), and temporary files of interrupted writes.
   returned: always
   type: list

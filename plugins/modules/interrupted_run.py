@@ -11,14 +11,14 @@ short_description: Finish what an interrupted run left on a node, or say exactly
 version_added: 0.4.0
 description:
   - A run that stops part-way (Ctrl-C, a CI timeout, a dropped SSH connection that takes the node's processes with
-    it) can leave dpkg half-way through a transaction. apt then refuses every later run with C(E: dpkg was
-    interrupted, you must manually run 'dpkg --configure -a' to correct the problem). This module finishes such
+    it) can leave dpkg half-way through a transaction. apt then refuses every later run (C(dpkg was interrupted, you must manually run
+    'dpkg --configure -a' to correct the problem)). This module finishes such
     a transaction, so that the next run of the roles goes on where the last one stopped.
   - B(dpkg.) It reads dpkg's status file and journal (C(/var/lib/dpkg/updates), where a run writes each step
     before folding it into the status file) as dpkg would, and lists the packages a run left half-way (the states
-    C(dpkg --audit) reports: half-installed, unpacked, half-configured, triggers-awaited, triggers-pending, and
+    C(dpkg --audit) reports (half-installed, unpacked, half-configured, triggers-awaited, triggers-pending, and
     any package flagged reinst-required).
-  - First it waits while a package manager holds dpkg's frontend lock (up to O(lock_timeout)): an apt run whose
+  - First it waits while a package manager holds dpkg's frontend lock (up to O(lock_timeout)), since an apt run whose
     controller was killed goes on on the node, and what it has not finished yet is not interrupted.
   - Where every one of them is a package the roles of this collection install (RV(managed)), a package waiting
     only for triggers, or a package of an apt transaction that did not end and in which every package asked for
@@ -26,12 +26,12 @@ description:
     what it pulled in for them), it runs
     C(dpkg --configure -a), then reinstalls with C(apt-get install --reinstall) the packages that are still
     half-installed (their files were being unpacked; configuring cannot finish them), and checks that nothing is
-    left half-way. A transaction that involves any other package is not touched: the module fails with the
+    left half-way. A transaction that involves any other package is not touched, and the module fails with the
     packages, their states and the commands to run.
   - B(Leftovers.) Beside each of O(paths) it removes the temporary files of this collection's atomic writes
     (C(.<name>.<random>.tmp), which a write killed before its rename leaves), and reports C(<path>.dpkg-new),
-    C(.dpkg-old), C(.dpkg-dist) and C(.dpkg-tmp) files that are still there once dpkg is finished: a package's
-    new default for a configuration file that has local changes, for a person to merge or remove.
+    C(.dpkg-old), C(.dpkg-dist) and C(.dpkg-tmp) files that are still there once dpkg is finished (a package's
+    new default for a configuration file that has local changes), for a person to merge or remove.
   - A node with nothing to finish costs one read of the status file; the roles run this module only where
     M(accel.nodes.node_probe) or M(accel.nodes.engine_state) reported something (their RV(interrupted)), so a
     converged node does not run it at all.

@@ -188,7 +188,7 @@ directories:
 interrupted:
   description:
     - What an interrupted run left, one line each; empty when nothing. With O(packages) on dpkg, the packages a
-      dpkg run left half-way (as C(name: state)) and a journal that no run folded in; for every path of O(paths),
+      dpkg run left half-way (as C(name) and C(state)) and a journal that no run folded in; for every path of O(paths),
       the temporary files of this collection's atomic writes and dpkg's C(.dpkg-*) files beside it.
       M(accel.nodes.interrupted_run) finishes them; the roles run it only where this is not empty.
   returned: always

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
 """Kill converge runs at fixed points, and check that the next run finishes the job (issue 24).
@@ -48,7 +48,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POLL = 0.01
@@ -81,7 +81,7 @@ def descendants(root: int) -> List[int]:
 def kill_tree(root: int) -> List[int]:
     """SIGSTOP the tree top-down (so nothing forks or reaps meanwhile), then SIGKILL every process of it."""
     tree = []
-    for _ in range(3):  # a process may fork between the listing and its stop
+    for _attempt in range(3):  # a process may fork between the listing and its stop
         for pid in descendants(root):
             if pid not in tree:
                 tree.append(pid)
@@ -101,14 +101,14 @@ def freeze(node: 'Node') -> bool:
     """docker pause the node, so that the kill lands where the trigger was seen. The freezer gives up where a
     process does not stop in time (runc: "unable to freeze", as with dpkg in an uninterruptible fsync): then
     try again, and at worst kill without freezing, a few milliseconds later. Returns whether it froze."""
-    for _ in range(3):
-        if subprocess.run(['docker', 'pause', node.name], capture_output=True).returncode == 0:
+    for _attempt in range(3):
+        if subprocess.run(['docker', 'pause', node.name], capture_output=True, check=False).returncode == 0:
             return True
     return False
 
 
 def docker(*args: str, check: bool = True) -> str:
-    done = subprocess.run(['docker'] + list(args), capture_output=True, text=True)
+    done = subprocess.run(['docker'] + list(args), capture_output=True, text=True, check=False)
     if check and done.returncode != 0:
         raise RuntimeError('docker %s: %s' % (' '.join(args), done.stderr.strip()))
     return done.stdout
@@ -160,7 +160,8 @@ class Node:
         return started
 
     def sh(self, script: str) -> str:
-        done = subprocess.run(['docker', 'exec', self.name, 'sh', '-c', script], capture_output=True, text=True)
+        done = subprocess.run(['docker', 'exec', self.name, 'sh', '-c', script], capture_output=True, text=True,
+                              check=False)
         return (done.stdout + done.stderr).strip()
 
 
@@ -279,7 +280,7 @@ def check(nodes: Dict[str, Node], checks: List[Dict[str, str]]) -> List[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--plan', default=os.path.join(HERE, 'trials.json'))
     parser.add_argument('--report', default='')
     parser.add_argument('--workdir', default='')
@@ -333,9 +334,9 @@ def main() -> int:
                 result['checks_failed'] = failed
                 if failed:
                     raise Interrupted('%s: the next run passed, but: %s' % (trial['id'], '; '.join(failed)))
-                print('       next run: ok (%s)' % ', '.join('%s changed=%d failed=%d' % (h, c.get('changed', 0),
-                                                                                         c.get('failed', 0))
-                                                             for h, c in sorted(nxt['recap'].items())), flush=True)
+                recap = ', '.join('%s changed=%d failed=%d' % (h, c.get('changed', 0), c.get('failed', 0))
+                                  for h, c in sorted(nxt['recap'].items()))
+                print('       next run: ok (%s)' % recap, flush=True)
         report['ok'] = True
     except Interrupted as exc:
         print('FAILED: %s' % exc, flush=True)

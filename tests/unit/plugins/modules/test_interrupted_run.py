@@ -104,7 +104,7 @@ def test_check_mode_says_what_it_would_run_and_runs_nothing(dpkg, run):
 
 def test_another_tools_transaction_is_left_alone_with_the_commands_to_run(dpkg, run):
     dpkg.history.write_text(dpkg.history.read_text().replace('Commandline: apt-get install -y docker.io',
-                                                               'Commandline: apt-get install -y docker.io perl'))
+                                                             'Commandline: apt-get install -y docker.io perl'))
     dpkg.history.write_text(dpkg.history.read_text().replace('Install: ', 'Install: perl:amd64 (5.36.0-7+deb12u3), ', 1))
     result = run()
     assert result['failed'] is True
