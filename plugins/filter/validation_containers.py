@@ -43,14 +43,18 @@ _GPU_UUID = re.compile(r'^GPU \d+:.*\(UUID: (GPU-[^)\s]+)\)', re.MULTILINE)
 # What a failed container said, and what to do about it.
 _HINTS = (
     # nvidia-smi's own message when it cannot load NVML. In CDI mode the
-    # toolkit's update-ldcache hook runs "ldconfig -N" (no cache) when the image
-    # has no /etc/ld.so.cache, and "-C /etc/ld.so.cache" when it has one
-    # (v1.17.8 cmd/nvidia-cdi-hook/update-ldcache/update-ldcache.go).
+    # update-ldcache hook of toolkit 1.17 and earlier runs "ldconfig -N" (no
+    # cache) when the image has no /etc/ld.so.cache (v1.17.8
+    # cmd/nvidia-cdi-hook/update-ldcache/update-ldcache.go); 1.18 and later
+    # always write one ("Always update the ldcache in the container",
+    # CHANGELOG v1.18.0-rc.6; v1.20.0 internal/ldconfig/ldconfig.go runs
+    # "-C /etc/ld.so.cache"), as the H200 run of 2026-11-27 saw with 1.20.0.
     (re.compile(r"couldn't find libnvidia-ml\.so"),
-     'the image has no ld cache: the toolkit mounts the driver libraries, but in CDI mode it updates /etc/ld.so.cache '
-     'only where the image has one, so nothing finds libnvidia-ml.so. Use an image with /etc/ld.so.cache (Debian, '
-     'Ubuntu and CUDA images have one; add "RUN ldconfig", or "RUN touch /etc/ld.so.cache" where the image has no '
-     'ldconfig), or set accelerator_validation_container_env: {LD_LIBRARY_PATH: <the driver library directory>}'),
+     'the image has no ld cache: the toolkit mounts the driver libraries, but in CDI mode toolkit 1.17 and earlier '
+     'update /etc/ld.so.cache only where the image has one, so nothing finds libnvidia-ml.so. Upgrade the toolkit '
+     '(1.18 and later always write the cache), use an image with /etc/ld.so.cache (Debian, Ubuntu and CUDA images '
+     'have one; add "RUN ldconfig", or "RUN touch /etc/ld.so.cache" where the image has no ldconfig), or set '
+     'accelerator_validation_container_env: {LD_LIBRARY_PATH: <the driver library directory>}'),
     (re.compile(r'invoking the NVIDIA Container Runtime Hook directly'),
      'the toolkit is not in legacy mode, where docker run --gpus works only through the nvidia runtime: make nvidia '
      "Docker's default runtime (accel.nodes.nvidia_container_toolkit: nvidia_container_toolkit_default_runtime: true)"),
