@@ -3,8 +3,9 @@
 # ansible-core (unpacked from its wheel, pure Python), the community collections this
 # collection uses and ansible.posix for its profile_tasks callback, which times each
 # task of the runs (from the pinned `ansible` package in .venv), the NVIDIA Container
-# Toolkit debs built from source (tests/rig/toolkit-debs.sh), and two small
-# validation images, with and without an ld cache.
+# Toolkit debs built from source (tests/rig/toolkit-debs.sh), both versions the
+# rig builds (debs/<version>/), the runc of Debian 12 (for the daemon-reload trap,
+# trap.sh), and two small validation images, with and without an ld cache.
 #   tests/hardware/payload.sh NODE_ROOT_PARTS_DIR OUTDIR
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,9 +28,16 @@ mkdir -p "$work/payload/collections/ansible_collections/ansible"
 cp -a "$site/ansible_collections/ansible/posix" "$work/payload/collections/ansible_collections/ansible/"
 
 # The toolkit, built from the vendor's source with the vendor's packaging.
-debs=${ACCEL_TOOLKIT_DEBS:-$("$top/tests/rig/toolkit-debs.sh")}
-mkdir -p "$work/payload/debs"
-cp "$debs"/nvidia-container-toolkit*.deb "$work/payload/debs/"
+for version in 1.17.8 1.20.0; do
+  debs=$("$top/tests/rig/toolkit-debs.sh" "$version")
+  mkdir -p "$work/payload/debs/$version"
+  cp "$debs"/nvidia-container-toolkit*.deb "$work/payload/debs/$version/"
+done
+# runc 1.1.5, Debian 12's (runc's own binary, static but for libseccomp): the trap
+# runs the same toolkit with it and with the node's runc.
+mkdir -p "$work/payload/runc-1.1"
+(cd "$work" && apt-get download -q runc=1.1.5+ds1-1+deb12u1 >/dev/null && dpkg-deb -x runc_*.deb runc-deb)
+cp "$work/runc-deb/usr/sbin/runc" "$work/payload/runc-1.1/runc"
 
 # Validation images: glibc, a shell and ldconfig from the node root, so that the
 # toolkit's injected nvidia-smi runs. One has /etc/ld.so.cache, one has none (the

@@ -129,8 +129,10 @@ log "docker in the node: $(in_node docker version --format '{{.Server.Version}}'
 # The toolkit is installed but not configured, as on the Deep Learning AMI. Its
 # nvidia-container-toolkit package depends on libnvidia-container-tools, which we
 # cannot build (tests/doubles/README.md); CDI mode does not use it.
-in_node sh -c 'dpkg -i --ignore-depends=libnvidia-container-tools /opt/accel-nodes/debs/nvidia-container-toolkit-base_*.deb \
-  /opt/accel-nodes/debs/nvidia-container-toolkit_*.deb' >"$logs/node-setup.log" 2>&1 || { tail "$logs/node-setup.log" >&2; exit 1; }
+toolkit=${ACCEL_HW_TOOLKIT:-1.20.0}
+in_node sh -c "dpkg -i --ignore-depends=libnvidia-container-tools /opt/accel-nodes/debs/$toolkit/nvidia-container-toolkit-base_*.deb \
+  /opt/accel-nodes/debs/$toolkit/nvidia-container-toolkit_*.deb" >"$logs/node-setup.log" 2>&1 || { tail "$logs/node-setup.log" >&2; exit 1; }
+log "node: $(in_node cat /etc/accel-hw-node 2>/dev/null | awk '{printf "%s %s; ", $1, $2}')"
 # In CDI mode the toolkit mounts the driver's files at their host paths, here under
 # /usr/local/nvidia: the images put its bin on PATH, as NVIDIA's CUDA base images do
 # (ENV PATH /usr/local/nvidia/bin:...). Libraries come through the CDI ld cache hook.
@@ -181,9 +183,10 @@ median() { # name prefix: the median wall time of the runs whose names start wit
 books=/opt/accel-nodes/src/playbooks
 # Check mode must write nothing: every path whose size or modification time the
 # check run changed, or that it created or removed, outside what Ansible, Docker,
-# systemd and logging write for themselves.
+# systemd and logging write for themselves, and the controller's own code (ansible-core
+# and the collections under /opt/accel-nodes, where Python writes their bytecode).
 snapshot() {
-  in_node find / -xdev \( -path /root/.ansible -o -path /var/log -o -path /var/lib/docker \
+  in_node find / -xdev \( -path /root/.ansible -o -path /var/log -o -path /var/lib/docker -o -path /opt/accel-nodes \
     -o -path /var/lib/containerd -o -path /var/lib/systemd -o -path /var/cache \) -prune \
     -o -printf '%p %s %T@ %m\n' | LC_ALL=C sort
 }
@@ -199,7 +202,7 @@ snapshot >"$logs/check-before.txt"
 play check-fresh "$books/site.yml" --check
 snapshot >"$logs/check-after.txt"
 LC_ALL=C comm -3 "$logs/check-before.txt" "$logs/check-after.txt" >"$logs/check-fresh-writes.txt" || :
-log "site.yml --check changed $(grep -c . "$logs/check-fresh-writes.txt") path(s) outside Ansible's, Docker's, systemd's and the logs' own (logs/check-fresh-writes.txt)"
+log "site.yml --check changed $(grep -c . "$logs/check-fresh-writes.txt") path(s) outside the controller's, Ansible's, Docker's, systemd's and the logs' own (logs/check-fresh-writes.txt)"
 rm -f "$logs/check-before.txt" "$logs/check-after.txt"
 play site-first "$books/site.yml" -e accel_nodes_state_record=true
 cat >"$root/opt/accel-nodes/facts.yml" <<'FACTS'
@@ -240,13 +243,89 @@ fi
   in_node nvidia-ctk cdi list 2>&1 || :
   echo "\$ grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml"
   in_node grep -E 'containerPath: .*/(bin|sbin)/' /etc/cdi/nvidia.yaml 2>&1 || :
-  for args in "--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all" "--gpus all" "--gpus 1" "--gpus device=0"; do
+  for args in "--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all" "--gpus all" "--gpus 1" "--gpus device=0" \
+      "--device nvidia.com/gpu=all"; do
     echo "\$ docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L"
     # shellcheck disable=SC2086
     in_node docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L 2>&1 || echo "(rc $?)"
   done
 } >"$out/containers.txt"
 cat "$out/containers.txt" >&2
+
+# -- toolkit 1.18 and later (issue 25) ------------------------------------------------------
+# The single-quoted commands are the node's, expanded there.
+# shellcheck disable=SC2016
+if [ "$toolkit" != 1.17.8 ] && [ "${ACCEL_HW_TOOLKIT_NEW:-1}" = 1 ]; then
+  cdi_lists() { # label: every CDI device, and those of each spec directory (a device in both is defined twice)
+    log "$1: nvidia-ctk cdi list: $(in_node nvidia-ctk cdi list 2>/dev/null | tr '\n' ' ')"
+    log "$1:   in /etc/cdi: $(in_node nvidia-ctk cdi list --spec-dir /etc/cdi 2>/dev/null | tr '\n' ' ')"
+    log "$1:   in /var/run/cdi: $(in_node nvidia-ctk cdi list --spec-dir /var/run/cdi 2>/dev/null | tr '\n' ' ')"
+  }
+  record=/var/lib/accel-nodes/nvidia-container-toolkit/cdi-driver-version
+  cdi_lists "role keeps the spec"
+  # A driver change: the record names another driver, as after an upgrade; the
+  # next run must generate the spec again.
+  in_node sh -c "cp $record /tmp/record && sed -i '1s/.*/1.0.0/' $record && stat -c %Y /etc/cdi/nvidia.yaml >/tmp/spec-mtime"
+  sleep 1
+  play driver-change "$books/site.yml" "${full[@]}"
+  log "driver change: spec regenerated: $(in_node sh -c '[ $(stat -c %Y /etc/cdi/nvidia.yaml) -gt $(cat /tmp/spec-mtime) ] && echo yes || echo no'); record: $(in_node head -1 $record)"
+  # NVIDIA's refresh units keep the spec where their conditions hold: a packaged
+  # driver's nvidia-smi in /usr/bin and nvidia.ko in the running kernel's
+  # modules.dep, as for a DKMS driver. This host's driver lives in its driver root
+  # and not in /lib/modules; in the node, a link and modules.dep say it is
+  # installed so, and the units then run against the real driver.
+  [ "$driver_root" = /usr ] || in_node sh -c "ln -sfn $driver_root/bin/nvidia-smi /usr/bin/nvidia-smi"
+  in_node sh -c 'mkdir -p /lib/modules/$(uname -r) && echo "updates/dkms/nvidia.ko:" >>/lib/modules/$(uname -r)/modules.dep'
+  play vendor-first "$books/site.yml" "${full[@]}"
+  play vendor-rerun "$books/site.yml" "${full[@]}"
+  log "vendor: units $(in_node systemctl is-enabled nvidia-cdi-refresh.path nvidia-cdi-refresh.service | tr '\n' ' '); /etc/cdi/nvidia.yaml $(in_node test -e /etc/cdi/nvidia.yaml && echo present || echo gone); /var/run/cdi/nvidia.yaml $(in_node test -e /var/run/cdi/nvidia.yaml && echo present || echo missing)"
+  cdi_lists "vendor keeps the spec"
+  # A driver change under the units: modules.dep changes, the path unit starts the service.
+  in_node sh -c 'stat -c %Y /var/run/cdi/nvidia.yaml >/tmp/spec-mtime; sleep 1.1; echo >>/lib/modules/$(uname -r)/modules.dep; sleep 4'
+  log "vendor: driver change: spec rewritten by the units: $(in_node sh -c '[ $(stat -c %Y /var/run/cdi/nvidia.yaml) -gt $(cat /tmp/spec-mtime) ] && echo yes || echo no')"
+  {
+    for args in "--gpus all" "--device nvidia.com/gpu=all" "--runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all"; do
+      echo "\$ docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L   # vendor's spec"
+      # shellcheck disable=SC2086
+      in_node docker run --rm --network none $args accel-hw/validation:ldcache nvidia-smi -L 2>&1 || echo "(rc $?)"
+    done
+  } >>"$out/containers.txt"
+  play validate-vendor "$books/validate.yml"
+  cp "$report" "$out/validation-vendor.json" 2>/dev/null || :
+  # The default mode: mode auto, which 1.18 and later resolve to jit-cdi in the
+  # runtime, no spec of the role's; nvidia the default runtime, so that --gpus
+  # goes through it (the hook's legacy path needs nvidia-container-cli, from
+  # libnvidia-container, which cannot be built here).
+  default=(-e nvidia_container_toolkit_mode=auto -e nvidia_container_toolkit_cdi=false
+           -e nvidia_container_toolkit_default_runtime=true)
+  play default-mode "$books/site.yml" "${full[@]}" "${default[@]}"
+  play default-mode-rerun "$books/site.yml" "${full[@]}" "${default[@]}"
+  play validate-default "$books/validate.yml" "${default[@]}"
+  cp "$report" "$out/validation-default.json" 2>/dev/null || :
+  # The daemon-reload trap (why did 1.20 keep the GPU where 1.17.8 lost it?), by
+  # toolkit, runc and mode, each else the same: the node's runc and Debian 12's
+  # 1.1.5, as config.toml names the runtime the nvidia runtime runs.
+  config=/etc/nvidia-container-runtime/config.toml
+  trap_run() { # name toolkit runc-or-empty mode
+    local name=$1 version=$2 runc=$3 mode=$4
+    in_node sh -c "dpkg -i --ignore-depends=libnvidia-container-tools /opt/accel-nodes/debs/$version/nvidia-container-toolkit-base_*.deb \
+      /opt/accel-nodes/debs/$version/nvidia-container-toolkit_*.deb" >>"$logs/trap-setup.log" 2>&1
+    in_node sed -i -e "s|^\\( *\\)runtimes = .*|\\1runtimes = [\"${runc:-runc}\"]|" \
+      -e "s|^\\( *\\)mode = .*|\\1mode = \"$mode\"|" "$config"
+    in_node env PATH="$driver_root/bin:/usr/sbin:/usr/bin:/sbin:/bin" nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml \
+      >>"$logs/trap-setup.log" 2>&1
+    in_node env ACCEL_TRAP_RUNC="${runc:-runc}" bash /opt/accel-nodes/src/tests/hardware/trap.sh "$name" \
+      accel-hw/validation:ldcache --runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all 2>&1 | tee -a "$out/trap.txt" "$out/summary.txt" >&2
+  }
+  in_node cp /opt/accel-nodes/runc-1.1/runc /usr/local/sbin/runc-1.1
+  log "daemon-reload trap: Docker's cgroup driver $(in_node docker info --format '{{.CgroupDriver}}'), $(in_node systemctl --version | head -1)"
+  for runc in "" /usr/local/sbin/runc-1.1; do
+    trap_run "trap toolkit 1.20.0, runc ${runc:-of the node}, cdi mode" 1.20.0 "$runc" cdi
+    trap_run "trap toolkit 1.20.0, runc ${runc:-of the node}, auto (jit-cdi)" 1.20.0 "$runc" auto
+    trap_run "trap toolkit 1.17.8, runc ${runc:-of the node}, cdi mode" 1.17.8 "$runc" cdi
+  done
+  trap_run "trap restored" "$toolkit" "" cdi >/dev/null 2>&1
+fi
 
 # -- a chroot bake on this GPU host (issue 16) -------------------------------------------
 # An AMI pipeline's build host with a GPU: the image is a copy of the node root, with
@@ -255,8 +334,11 @@ cat "$out/containers.txt" >&2
 # this host's own GPU would pick the open ones. In check mode: the image has no kernel
 # (the headers double's stands in, as in molecule/bake) and the node reaches no Debian
 # archive for dkms; tests/chroot/ runs the real bake on fixture buses. The copy is
-# taken before site.yml runs (below, where the runs start).
-if [ "${ACCEL_HW_BAKE:-1}" = 1 ]; then
+# taken before site.yml runs (below, where the runs start). It needs the signed local
+# repositories (build/repos), carried with the checkout.
+if [ "${ACCEL_HW_BAKE:-1}" = 1 ] && [ ! -d "$repo/build/repos" ]; then
+  log "chroot bake left out: build/repos was not carried (tests/doubles/build-repos.sh)"
+elif [ "${ACCEL_HW_BAKE:-1}" = 1 ]; then
   in_node sh -c "mount -t proc proc $image/proc && mount --rbind /sys $image/sys && mount --rbind /dev $image/dev &&
     mkdir -p $image/srv/accel-repos && mount --bind /opt/accel-nodes/src/build/repos $image/srv/accel-repos &&
     mkdir -p $image/var/lib/accel-test/dist && cp /opt/accel-nodes/src/tests/doubles/bin/oci-add-hooks $image/var/lib/accel-test/dist/" \
