@@ -37,8 +37,10 @@ description:
     C(containerd). C(containerd config dump) cannot tell, since it reads the files, not the running daemon; and
     a restart of containerd leaves running containers running (their shims stay).
   - B(Interrupted runs.) With O(packages) on dpkg, RV(interrupted) lists what a dpkg run left half-way, and any
-    temporary file of an interrupted write beside C(daemon.json) or in C(conf.d), for
-    M(accel.nodes.interrupted_run) to finish.
+    temporary file of an interrupted write beside C(daemon.json), C(config.toml) or the drop-in in C(conf.d), for
+    M(accel.nodes.interrupted_run) to finish; the module then stops there. dpkg's own files beside them
+    (C(.dpkg-dist), C(.dpkg-new), C(.dpkg-old)) are for a person to merge, so RV(messages) names them and the checks
+    go on.
   - One C(systemctl show) answers for every unit, and one C(docker info) for Docker; a converged node needs nothing
     more.
 author:
@@ -379,11 +381,16 @@ def main() -> None:
     engines = [e for e in _engine.ENGINE_ORDER if e in p['engines']]
     missing, status_text = missing_packages(host, p['packages'])
     result: Dict = dict(enabled=[], started=[], last_good=[], pending_runtimes=[], pending_keys=[], restart=[],
-                        messages=[], missing_packages=missing, cgroup_driver=None,
-                        interrupted=_interrupted.detect(
-                            [p['config_path'], os.path.join(p['containerd_dir'], 'config.toml'),
-                             os.path.join(p['containerd_dir'], 'conf.d', os.path.basename(rc.CONTAINERD_DROP_IN))],
-                            status_text))
+                        messages=[], missing_packages=missing, cgroup_driver=None, interrupted=[])
+    # dpkg's files beside a configuration (a package's new default, .dpkg-dist) wait for
+    # a person, not for the next run: they are reported and do not stop the engines' checks.
+    paths = [p['config_path'], os.path.join(p['containerd_dir'], 'config.toml'),
+             os.path.join(p['containerd_dir'], 'conf.d', os.path.basename(rc.CONTAINERD_DROP_IN))]
+    dpkg_files = _interrupted.leftovers(paths)['dpkg']
+    result['interrupted'] = [line for line in _interrupted.detect(paths, status_text) if line not in dpkg_files]
+    if dpkg_files:
+        module.warn(_interrupted.dpkg_leftovers_message(dpkg_files))
+        result['messages'].append(_interrupted.dpkg_leftovers_message(dpkg_files))
     if result['missing_packages'] or result['interrupted']:
         module.exit_json(changed=False, **result)
     if p['live']:

@@ -194,6 +194,28 @@ def test_a_temporary_file_of_an_interrupted_write_is_reported(node):
     assert result['interrupted'] == [str(node.daemon_json.parent / '.daemon.json.k2j4hd1x.tmp')]
 
 
+def test_a_temporary_file_beside_containerd_s_drop_in_is_reported(node):
+    # What container_runtime's atomic write leaves when a run is killed before its rename.
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.touch(node.containerd_dir / 'conf.d' / '.99-accel-nodes.toml.x1y2z3.tmp', 'version')
+    node.boot('containerd.service', 'docker.service')
+    result = node.run(packages=[])
+    assert result['interrupted'] == [str(node.containerd_dir / 'conf.d' / '.99-accel-nodes.toml.x1y2z3.tmp')]
+
+
+def test_dpkg_s_new_default_for_config_toml_is_named_and_the_checks_go_on(node):
+    # A containerd upgrade leaves config.toml.dpkg-dist where config.toml has local changes: that
+    # waits for a person, and must not stop the engines' checks on every later run.
+    node.touch(node.daemon_json, json.dumps(USER))
+    node.touch(node.containerd_dir / 'config.toml', 'version = 2\n')
+    node.touch(node.containerd_dir / 'config.toml.dpkg-dist', 'version = 3\n')
+    node.boot('containerd.service')
+    result = node.run(packages=[])
+    assert result['interrupted'] == []
+    assert result['started'] == ['docker.service']
+    assert any('config.toml.dpkg-dist' in m and 'diff -u' in m for m in result['messages'])
+
+
 def test_check_mode_predicts_and_writes_nothing(node):
     node.touch(node.daemon_json, json.dumps(USER))
     node.boot('containerd.service', 'docker.service')
