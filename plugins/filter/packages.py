@@ -18,12 +18,19 @@ from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 _GONE = ('config-files', 'not-installed')
 
 
+def _at_version(have: t.Any, version: t.Any, upstream: bool) -> bool:
+    have, version = str(have), str(version)
+    return have == version or (upstream and have.startswith(version + '-'))
+
+
 def packages_to_change(seen: t.Any, names: t.Any, want: str = 'installed', version: t.Any = None,
-                       selection: t.Any = None) -> list[str]:
+                       selection: t.Any = None, upstream: bool = False) -> list[str]:
     """The names of `names` that a package manager run would change.
 
     want=installed: those not installed, or (with version) not at that version,
     or (with selection, 'hold' or 'install') whose dpkg selection differs.
+    upstream: version is the upstream part only, so <version>-<any revision> is at it
+    (apt's name=<version>-*, as Fabric Manager is asked for at the driver's version).
     want=absent: those installed (dpkg keeps nothing else apt would remove).
     """
     if not isinstance(seen, dict) or not isinstance(names, (list, tuple)):
@@ -38,7 +45,7 @@ def packages_to_change(seen: t.Any, names: t.Any, want: str = 'installed', versi
             wrong = present
         else:
             wrong = (not present or package.get('status') != 'installed'
-                     or (version is not None and str(package.get('version')) != str(version))
+                     or (version is not None and not _at_version(package.get('version'), version, upstream))
                      or (selection is not None and package.get('selection') != selection))
         if wrong:
             change.append(name)

@@ -43,6 +43,17 @@ def test_names_what_is_missing_at_another_version_or_not_held():
     assert packages_to_change(seen, TOOLKIT[:1], selection='install') == []
 
 
+def test_fabric_manager_at_the_driver_s_upstream_version_needs_no_run():
+    # nvidia_driver asks apt for nvidia-fabricmanager=<driver version>-* (vars/Debian.yml).
+    seen = status(('nvidia-fabricmanager', 'hold ok installed', '580.95.05-1'))
+    fm = ['nvidia-fabricmanager']
+    assert packages_to_change(seen, fm, version='580.95.05', upstream=True) == []
+    assert packages_to_change(seen, fm, version='580.95.05') == fm
+    assert packages_to_change(seen, fm, version='580.95', upstream=True) == fm
+    assert packages_to_change(seen, fm, version='580.105.08', upstream=True) == fm
+    assert packages_to_change(status(), fm, version='580.95.05', upstream=True) == fm
+
+
 def test_an_installed_legacy_package_is_to_remove():
     seen = status(('nvidia-docker2', 'install ok installed', '2.13.0-1'))
     assert packages_to_change(seen, ['nvidia-docker2', 'nvidia-container-runtime'], want='absent') == ['nvidia-docker2']
