@@ -18,12 +18,15 @@ the later spec directory wins a conflict). So one of them keeps the spec:
 
 - vendor: the refresh units, where they can run (the condition holds). They
   follow driver changes between runs of the role, and at every boot; the role
-  enables them, gives the service the driver's PATH where the driver lives
-  outside the standard one, starts it where there is no spec yet, and removes
-  a spec an earlier run of the role generated.
+  enables them (unmasking them where the role masked them when it kept the
+  spec), gives the service the driver's PATH where the driver lives outside the
+  standard one, starts it where there is no spec yet or its PATH has just
+  changed, and removes a spec an earlier run of the role generated.
 - role: /etc/cdi/nvidia.yaml from the role, regenerated when the driver changes,
   as before 1.18; on 1.18 and later the refresh units are disabled, so that a
-  second spec cannot appear (for example after a DKMS driver is installed).
+  second spec cannot appear (for example after a DKMS driver is installed). A
+  spec the units left in /var/run/cdi goes, whatever the version: a toolkit
+  pinned back below 1.18 takes the units away, not their spec.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ def nvidia_container_toolkit_cdi_plan(settings: t.Any, probe: t.Any) -> dict[str
     plan: dict[str, t.Any] = {
         'owner': 'none', 'reason': '', 'units': 'untouched', 'generate': False, 'spec': '',
         'remove': [], 'refresh_now': False, 'env_line': '', 'env_in_place': True, 'unit_states': {}, 'mask': False,
+        'unmask': False,
     }
     if not settings.get('cdi'):
         plan['reason'] = ('CDI mode is off (nvidia_container_toolkit_cdi: false): the role generates no spec%s'
@@ -96,9 +100,10 @@ def nvidia_container_toolkit_cdi_plan(settings: t.Any, probe: t.Any) -> dict[str
         plan['units'] = 'enabled' if enabled != ['enabled', 'enabled'] else 'kept'
         # The path unit watches for driver and toolkit changes; the service runs when it, or the role, starts it.
         plan['unit_states'] = {REFRESH_UNITS[0]: 'started', REFRESH_UNITS[1]: None}
+        # The role masks them on dnf where it keeps the spec, and systemctl does not enable a masked unit.
+        plan['unmask'] = 'masked' in enabled
         plan['remove'] = [p for p in (str(settings.get('spec_path') or ''), record) if p and exists(p)] \
             if record and exists(record) else []
-        plan['refresh_now'] = bool(settings.get('live')) and not exists(VENDOR_SPEC)
         # nvidia-ctk finds the driver's executables through PATH only (internal/lookup/path.go): a driver
         # outside the standard PATH goes on the service's, in its EnvironmentFile (a line of its own).
         outside = [d for d in settings.get('driver_bin_dirs') or [] if exists(d)]
@@ -106,6 +111,9 @@ def nvidia_container_toolkit_cdi_plan(settings: t.Any, probe: t.Any) -> dict[str
             plan['env_line'] = 'PATH=%s' % ':'.join(outside + list(settings.get('default_path') or []))
             env_text = str((paths.get(ENV_FILE) or {}).get('text') or '')
             plan['env_in_place'] = plan['env_line'] in env_text.splitlines()
+        # The service writes the spec where there is none yet, and again where its PATH changes now: the path
+        # unit does not watch the environment file, so a spec written without the driver's PATH would stay.
+        plan['refresh_now'] = bool(settings.get('live')) and (not exists(VENDOR_SPEC) or not plan['env_in_place'])
     else:
         plan['spec'] = str(settings.get('spec_path') or '')
         plan['generate'] = True
@@ -115,7 +123,10 @@ def nvidia_container_toolkit_cdi_plan(settings: t.Any, probe: t.Any) -> dict[str
             plan['unit_states'] = dict((unit, 'stopped') for unit in REFRESH_UNITS)
             # dnf's %posttrans starts them whether they are enabled or not (v1.20.0 packaging/rpm/SPECS).
             plan['mask'] = settings.get('os_family') == 'RedHat'
-            plan['remove'] = [VENDOR_SPEC] if installing or exists(VENDOR_SPEC) else []
+        # The units' spec goes whatever the version: one pinned back below 1.18 after a later one ran has no
+        # units, but their spec stays in /var/run/cdi until the next boot, and defines every device twice.
+        vendors = exists(VENDOR_SPEC) or (has_units and bool(settings.get('installing')))
+        plan['remove'] = [VENDOR_SPEC] if vendors and plan['spec'] != VENDOR_SPEC else []
     return plan
 
 

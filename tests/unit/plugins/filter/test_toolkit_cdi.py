@@ -93,6 +93,38 @@ def test_a_driver_outside_the_standard_path_goes_on_the_services_path():
     assert plan(settings(), probe(exists=(VENDOR_SPEC,)))['env_line'] == ''
 
 
+def test_a_vendor_spec_left_behind_goes_where_the_role_keeps_the_spec_whatever_the_version():
+    # Pinned back to 1.17.8 after 1.20 ran: the units went with the package, their spec in /var/run/cdi did not.
+    p = plan(settings(version='1.17.8-1'), probe(units=(), exists=(VENDOR_SPEC,)))
+    assert p['owner'] == 'role' and p['generate'] and p['units'] == 'untouched'
+    assert p['remove'] == [VENDOR_SPEC] and not p['mask'] and not p['unmask']
+    # The same where the setting makes the role the keeper on a toolkit with the units.
+    assert plan(settings(refresh='role'), probe(exists=(VENDOR_SPEC,)))['remove'] == [VENDOR_SPEC]
+    # Outside CDI mode nothing is removed.
+    assert plan(settings(cdi=False, version='1.17.8-1'), probe(units=(), exists=(VENDOR_SPEC,)))['remove'] == []
+
+
+@pytest.mark.parametrize('extra, condition', [({}, True), ({'refresh': 'vendor'}, False)])
+def test_units_the_role_masked_are_unmasked_when_the_vendor_takes_over(extra, condition):
+    # The role masked them on dnf while it kept the spec; systemctl cannot enable a masked unit.
+    p = plan(settings(os_family='RedHat', **extra), probe(condition=condition, units=('masked', 'masked')))
+    assert p['owner'] == 'vendor' and p['units'] == 'enabled'
+    assert not p['mask'] and p['unmask']
+    # Units that are not masked are left to `enabled` alone.
+    again = plan(settings(os_family='RedHat', **extra), probe(condition=condition, units=('enabled', 'enabled')))
+    assert not again['mask'] and not again['unmask'] and again['units'] == 'kept'
+
+
+def test_the_vendor_spec_is_written_again_when_the_services_path_changes():
+    # The path unit does not watch the env file: the spec the service wrote without the driver's PATH stays wrong.
+    p = plan(settings(), probe(exists=(VENDOR_SPEC, '/usr/local/nvidia/bin'), env_text='# comments only\n'))
+    assert p['owner'] == 'vendor' and not p['env_in_place'] and p['refresh_now']
+    again = plan(settings(), probe(exists=(VENDOR_SPEC, '/usr/local/nvidia/bin'), env_text=p['env_line'] + '\n'))
+    assert again['env_in_place'] and not again['refresh_now']
+    # Nothing runs off a live host.
+    assert not plan(settings(live=False), probe(exists=(VENDOR_SPEC, '/usr/local/nvidia/bin')))['refresh_now']
+
+
 def test_outside_cdi_mode_nobody_is_asked():
     p = plan(settings(cdi=False), probe())
     assert p['owner'] == 'none' and not p['generate'] and p['units'] == 'untouched' and p['remove'] == []
