@@ -35,7 +35,9 @@ description:
     newer than the running daemon and the digest changed. Where one is newer and the files differ from the last
     known good ones (or none was recorded), containerd does not run with them yet, and RV(restart) names
     C(containerd). C(containerd config dump) cannot tell, since it reads the files, not the running daemon; and
-    a restart of containerd leaves running containers running (their shims stay).
+    a restart of containerd leaves running containers running (their shims stay). Every file under
+    O(containerd_dir) counts, so an edit of one containerd reads live (C(certs.d/*/hosts.toml)) also asks for
+    that restart.
   - B(Interrupted runs.) With O(packages) on dpkg, RV(interrupted) lists what a dpkg run left half-way, and any
     temporary file of an interrupted write beside C(daemon.json), C(config.toml) or the drop-in in C(conf.d), for
     M(accel.nodes.interrupted_run) to finish; the module then stops there. dpkg's own files beside them
