@@ -439,23 +439,33 @@ def _leaves(data, prefix=()):
 def nvidia_ctk_drop_in_extras(drop_in, main, name):
     """What a drop-in of `nvidia-ctk runtime configure` (toolkit 1.18 and later: conf.d/99-nvidia.toml) holds
     besides runtime name: the settings of it that the main config does not have, as dotted keys; None where it
-    registers another runtime than name alone, so is not such a drop-in.
+    does not register runtime name, so is not such a drop-in.
 
     nvidia-ctk starts the drop-in as a copy of the main config's whole CRI plugin section, then adds its
     runtime (v1.20.0 pkg/config/engine/containerd/config_drop_in.go; "plugins are overridden by key and the
-    content is not merged" before containerd 2.1). Where the copy holds nothing the main config does not, the
-    drop-in is the runtime alone, which accel.nodes.container_runtime registers in its own drop-in."""
-    registered = [n for section in _cri_sections(drop_in) for n in _runtimes_of(section)]
-    if registered != [name]:
+    content is not merged" before containerd 2.1). So it registers the main config's runtimes too (runc, from
+    `containerd config default`), in any order beside name: those count as settings it holds where they differ
+    from the main config leaf by leaf, and a runtime the main config does not register is one, named by its own
+    key where it has no settings. Where the copy holds nothing the main config does not, the drop-in is the
+    runtime alone, which accel.nodes.container_runtime registers in its own drop-in."""
+    plugins = drop_in.get('plugins') if isinstance(drop_in.get('plugins'), dict) else {}
+    registered = {(plugin, n) for plugin in sorted(set(CRI_RUNTIME_PLUGIN.values()))
+                  if isinstance(plugins.get(plugin), dict) for n in _runtimes_of(plugins[plugin])}
+    if name not in {n for dummy, n in registered}:
         return None
     main_leaves = _leaves(main)
-    extras = []
-    for path, value in sorted(_leaves(drop_in).items()):
+    extras = set()
+    for path, value in _leaves(drop_in).items():
         if path == ('version',) or (len(path) > 4 and path[0] == 'plugins' and path[2:5] == ('containerd', 'runtimes', name)):
             continue
         if main_leaves.get(path) != value:
-            extras.append('.'.join(path))
-    return extras
+            extras.add(path)
+    for plugin, n in registered:
+        path = ('plugins', plugin, 'containerd', 'runtimes', n)
+        if n != name and not isinstance(_runtimes_of(_section_of(main, plugin)).get(n), dict) \
+                and not any(extra[:5] == path for extra in extras):
+            extras.add(path)
+    return ['.'.join(path) for path in sorted(extras)]
 
 
 def _section_of(data, plugin):

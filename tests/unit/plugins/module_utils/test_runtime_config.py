@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
@@ -445,3 +446,86 @@ def test_daemon_options_merged_sets_keys_in_place_and_features_one_level_deep():
     assert rc.daemon_options_merged({'features': None}, {'features': {'cdi': True}}) == {'features': {'cdi': True}}
     with pytest.raises(rc.ConfigError, match='"features" in /etc/docker/daemon.json is a JSON str'):
         rc.daemon_options_merged({'features': 'on'}, {'features': {'cdi': True}})
+
+
+# nvidia-ctk's own drop-in (toolkit 1.18 and later). The inputs follow what nvidia-ctk 1.20.0 does, per
+# tests/fixtures/containerd/nvidia-ctk-1.20.0: a copy of the main config's whole CRI section plus its runtime,
+# which is taken from the real 99-nvidia.toml of that capture.
+
+CTK = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'containerd', 'nvidia-ctk-1.20.0')
+CTK_MAINS = {2: 'containerd-1.7.18-default.toml', 3: 'containerd-2.0-default.toml'}  # both register runc
+
+
+def ctk_fixture(version, name):
+    with open(os.path.join(CTK, 'v%d' % version, name), encoding='utf-8') as f:
+        return f.read()
+
+
+def ctk_drop_in(main, nvidia_first=False):
+    """The drop-in nvidia-ctk writes for main (parsed): its CRI section with the real nvidia runtime added."""
+    version = main['version']
+    plugin = rc.CRI_RUNTIME_PLUGIN[version]
+    nvidia = loads(ctk_fixture(version, '99-nvidia.toml'))['plugins'][plugin]['containerd']['runtimes']['nvidia']
+    section = copy.deepcopy(main['plugins'][plugin])
+    cri = section['containerd']
+    runtimes = {'nvidia': nvidia} if nvidia_first else {}
+    runtimes.update(cri['runtimes'])
+    runtimes['nvidia'] = nvidia
+    cri['runtimes'] = runtimes
+    return {'version': version, 'plugins': {plugin: section}}
+
+
+def runtimes_path(version, name):
+    return '.'.join(rc.cri_runtime_path(version, name))
+
+
+@pytest.mark.parametrize('nvidia_first', [False, True])
+@pytest.mark.parametrize('version', [2, 3])
+def test_ctk_drop_in_that_repeats_the_main_runtimes_is_recognised_and_holds_nothing_else(version, nvidia_first):
+    main = loads(fixture(CTK_MAINS[version]))
+    drop_in = ctk_drop_in(main, nvidia_first)
+    registered = rc.containerd_runtimes(drop_in)
+    assert sorted(registered) == ['nvidia', 'runc'] and (registered[0] == 'nvidia') == nvidia_first
+    assert rc.nvidia_ctk_drop_in_extras(drop_in, main, 'nvidia') == []
+
+
+def test_ctk_drop_in_whose_runc_differs_from_the_main_config_names_the_difference():
+    original = fixture(CTK_MAINS[2])
+    drop_in = ctk_drop_in(loads(original))
+    # The user turned on the systemd cgroup driver in config.toml after nvidia-ctk copied its CRI section.
+    main = loads(original.replace('SystemdCgroup = false', 'SystemdCgroup = true'))
+    assert rc.nvidia_ctk_drop_in_extras(drop_in, main, 'nvidia') == [
+        runtimes_path(2, 'runc') + '.options.SystemdCgroup']
+
+
+@pytest.mark.parametrize('version', [2, 3])
+def test_ctk_drop_in_with_a_runtime_the_main_config_lacks_names_it(version):
+    main = loads(fixture(CTK_MAINS[version]))
+    drop_in = ctk_drop_in(main)
+    # The user removed runc from config.toml after nvidia-ctk copied its CRI section.
+    del main['plugins'][rc.CRI_RUNTIME_PLUGIN[version]]['containerd']['runtimes']['runc']
+    extras = rc.nvidia_ctk_drop_in_extras(drop_in, main, 'nvidia')
+    runc = runtimes_path(version, 'runc')
+    assert runc + '.runtime_type' in extras and all(e.startswith(runc + '.') for e in extras)
+    # A runtime table with no settings is still a runtime the main config does not register.
+    drop_in['plugins'][rc.CRI_RUNTIME_PLUGIN[version]]['containerd']['runtimes']['kata'] = {}
+    assert runtimes_path(version, 'kata') in rc.nvidia_ctk_drop_in_extras(drop_in, main, 'nvidia')
+
+
+@pytest.mark.parametrize('version', [2, 3])
+def test_ctk_drop_in_of_the_runtime_alone_as_captured(version):
+    main = loads(ctk_fixture(version, 'config.toml'))
+    drop_in = loads(ctk_fixture(version, '99-nvidia.toml'))
+    assert rc.containerd_runtimes(drop_in) == ['nvidia']
+    assert rc.nvidia_ctk_drop_in_extras(drop_in, main, 'nvidia') == []
+    if version == 2:
+        changed = loads(ctk_fixture(2, 'config.toml').replace('pause:3.10', 'pause:3.11'))
+        assert rc.nvidia_ctk_drop_in_extras(drop_in, changed, 'nvidia') == ['plugins.io.containerd.grpc.v1.cri.sandbox_image']
+
+
+@pytest.mark.parametrize('version', [2, 3])
+def test_a_drop_in_without_the_runtime_is_not_ctks_for_it(version):
+    main = loads(fixture(CTK_MAINS[version]))
+    assert rc.nvidia_ctk_drop_in_extras(ctk_drop_in(main), main, 'nvidia-cdi') is None
+    assert rc.nvidia_ctk_drop_in_extras(main, main, 'nvidia') is None  # runc alone
+    assert rc.nvidia_ctk_drop_in_extras({'version': version}, main, 'nvidia') is None
