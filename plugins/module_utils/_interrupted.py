@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 
@@ -42,7 +42,10 @@ MANAGED = (
 ENV = {'LANG': 'C', 'LC_ALL': 'C', 'DEBIAN_FRONTEND': 'noninteractive'}
 _DPKG_OPTIONS = ['--force-confdef', '--force-confold']
 CONFIGURE = ['dpkg', '--configure', '-a'] + _DPKG_OPTIONS
-REINSTALL = ['apt-get', 'install', '--reinstall', '--no-install-recommends', '-y', '-q'] + ['-o=Dpkg::Options::=%s' % o for o in _DPKG_OPTIONS]
+# The roles pin and hold versions below the newest, so a reinstall asks for the version dpkg was installing
+# (reinstall_argv) and may change a held package to it, or go down to it.
+REINSTALL = ['apt-get', 'install', '--reinstall', '--no-install-recommends', '--allow-change-held-packages', '--allow-downgrades',
+             '-y', '-q'] + ['-o=Dpkg::Options::=%s' % o for o in _DPKG_OPTIONS]
 
 # The temporary file of _files.write_atomic (".<name>.<random>.tmp"), and what
 # dpkg leaves beside a configuration file (dpkg(1), --force-confold and the
@@ -79,12 +82,41 @@ def needs_reinstall(state: str) -> bool:
     return state.startswith('half-installed') or state.endswith('(reinstreq)')
 
 
+def versions(text: Optional[str], journal_text: str = '') -> Dict[str, str]:
+    """{name: version} of the packages a dpkg run left half-way (as _dpkg.unfinished finds them, the journal's
+    entries over the status text), from the Version field of the stanza that says so: dpkg keeps it for a
+    half-installed package (for one a run was installing, that version). A package without one is left out."""
+    records: Dict[Tuple[str, str], Dict[str, str]] = {}
+    for fields in _dpkg._stanzas((text or '') + '\n\n' + (journal_text or '')):  # pylint: disable=protected-access
+        records[(fields['Package'], fields.get('Architecture', ''))] = fields
+    found = {}
+    for (name, dummy), fields in sorted(records.items()):
+        status = fields.get('Status', '').split()
+        if len(status) == 3 and (status[2] in _dpkg.UNFINISHED or status[1] == 'reinstreq') and fields.get('Version'):
+            found[name] = fields['Version']
+    return found
+
+
+def reinstall_argv(names: Iterable[str], known: Dict[str, str]) -> List[str]:
+    """The apt-get command that reinstalls names, each at its version in known (name=version, the version dpkg
+    was installing, not apt's candidate), or by its bare name where no version is known."""
+    return REINSTALL + ['%s=%s' % (name, known[name]) if known.get(name) else name for name in names]
+
+
 def describe(packages: Dict[str, str]) -> str:
     return ', '.join('%s (%s)' % (name, state) for name, state in sorted(packages.items())) or 'dpkg\'s journal'
 
 
+def package_name(item: str) -> str:
+    """The package name in a name as apt takes it: name, name=version, name:arch or name/release."""
+    return re.split(r'[=:/]', item.strip(), maxsplit=1)[0]
+
+
 def ours(name: str, extra: Iterable[str] = ()) -> bool:
-    return any(re.match(p, name) for p in list(MANAGED) + list(extra))
+    """Whether name is one of the collection's packages: one of the families of MANAGED (regular expressions)
+    matches it, or it is one of extra (names a role installs from its user's input, such as
+    docker_extra_packages), compared exactly: g++ is g++ and nothing else, and the dot of libfoo.bar is a dot."""
+    return name in {package_name(e) for e in extra} or any(re.match(p, name) for p in MANAGED)
 
 
 HISTORY = '/var/log/apt/history.log'

@@ -28,6 +28,14 @@ description:
     half-installed (their files were being unpacked; configuring cannot finish them), and checks that nothing is
     left half-way. A transaction that involves any other package is not touched, and the module fails with the
     packages, their states and the commands to run.
+  - Each package is reinstalled at the version dpkg's status records for it (C(name=version); for a package a run
+    was installing, that version), not apt's candidate, with C(--allow-change-held-packages) and C(--allow-downgrades) since
+    the roles pin and hold versions below the newest; a package whose version dpkg does not record is
+    reinstalled by its name.
+  - Where there is a package to reinstall, C(dpkg --configure -a) fails on each package that depends on it
+    (dpkg skips the half-installed one). That failure does not stop the module, which reinstalls, runs
+    C(dpkg --configure -a) again, and judges by what dpkg is left with; it fails, with the output of the
+    commands that failed, only where a package is still left half-way or the journal is not folded in.
   - B(Leftovers.) Beside each of O(paths) it removes the temporary files of this collection's atomic writes
     (C(.<name>.<random>.tmp), which a write killed before its rename leaves), and reports C(<path>.dpkg-new),
     C(.dpkg-old), C(.dpkg-dist) and C(.dpkg-tmp) files that are still there once dpkg is finished (a package's
@@ -49,9 +57,11 @@ attributes:
 options:
   packages:
     description:
-      - Names (Python regular expressions, matched from the start of the name) of packages the calling role
-        installs besides the families the collection always counts as its own (RV(managed)), for example a role's
-        C(docker_extra_packages).
+      - Names of packages the calling role installs besides the families the collection always counts as its own
+        (RV(managed)), for example a role's C(docker_extra_packages).
+      - Each is compared with the package's name exactly, not as a regular expression (C(g++) is that package
+        only). A version, architecture or release given the way apt takes it (C(name=version), C(name:arch),
+        C(name/release)) is left out of the comparison.
     type: list
     elements: str
     default: []
@@ -106,7 +116,9 @@ commands:
   returned: always
   type: list
   elements: str
-  sample: ["dpkg --configure -a", "apt-get install --reinstall docker.io"]
+  sample: ["dpkg --configure -a --force-confdef --force-confold",
+           "apt-get install --reinstall --no-install-recommends --allow-change-held-packages --allow-downgrades -y -q
+            -o=Dpkg::Options::=--force-confdef -o=Dpkg::Options::=--force-confold docker.io=20.10.24+dfsg1-1+deb12u1+b6"]
 removed:
   description: The temporary files of interrupted writes that were (or would be) removed.
   returned: always
@@ -133,7 +145,7 @@ messages:
 
 import os
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -141,13 +153,20 @@ from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 from ansible_collections.accel.nodes.plugins.module_utils import _interrupted
 
 
-def run(module: AnsibleModule, argv: List[str], result: Dict[str, Any]) -> None:
+def run(module: AnsibleModule, argv: List[str], result: Dict[str, Any], errors: Optional[List[str]] = None) -> bool:
+    """Run argv (in check mode, only list it); whether it succeeded. A failure fails the module, or where errors
+    is given is added to it, for the caller to judge by the state dpkg is left in."""
     result['commands'].append(' '.join(argv))
     if module.check_mode:
-        return
+        return True
     rc, out, err = module.run_command(argv, environ_update=_interrupted.ENV)
-    if rc != 0:
-        module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(argv), rc, (err or out).strip()[-2000:]), **result)
+    if rc == 0:
+        return True
+    failure = '%s failed (rc %d): %s' % (' '.join(argv), rc, (err or out).strip()[-2000:])
+    if errors is None:
+        module.fail_json(msg=failure, **result)
+    errors.append(failure)
+    return False
 
 
 def wait_for_frontend(module: AnsibleModule, result: Dict[str, Any]) -> None:
@@ -182,20 +201,30 @@ def finish_dpkg(module: AnsibleModule, result: Dict[str, Any]) -> None:
                                              module.params['packages'])
     if result['foreign']:
         module.fail_json(msg=_interrupted.foreign_message(result['interrupted'], result['foreign']), **result)
-    run(module, _interrupted.CONFIGURE, result)
-    left = result['interrupted'] if module.check_mode else _dpkg.unfinished(_dpkg.read_status(_dpkg.STATUS_FILE),
-                                                                            _dpkg.journal())
+    # dpkg --configure -a skips a half-installed package, and then fails on each unpacked package that depends
+    # on it: where there is one to reinstall, that failure is expected, and the reinstall and a second
+    # configure finish what the first could not. The state dpkg is left in judges them.
+    errors: List[str] = []
+    to_reinstall = any(_interrupted.needs_reinstall(state) for state in result['interrupted'].values())
+    configured = run(module, _interrupted.CONFIGURE, result, errors if to_reinstall else None)
+    if not module.check_mode:
+        status, journal = _dpkg.read_status(_dpkg.STATUS_FILE) or '', _dpkg.journal()
+    left = _dpkg.unfinished(status, journal)
     reinstall = sorted(n for n, state in left.items() if _interrupted.needs_reinstall(state))
     if reinstall:
-        run(module, _interrupted.REINSTALL + reinstall, result)
+        run(module, _interrupted.reinstall_argv(reinstall, _interrupted.versions(status, journal)), result,
+            None if configured else errors)
+    if not configured:
+        run(module, _interrupted.CONFIGURE, result, errors)
     if module.check_mode:
         result['messages'].append('Check mode: %s would be finished.' % _interrupted.describe(result['interrupted']))
         return
     left = _dpkg.unfinished(_dpkg.read_status(_dpkg.STATUS_FILE), _dpkg.journal())
     if left or _dpkg.journal_pending():
         dummy, audit, dummy2 = module.run_command(['dpkg', '--audit'], environ_update=_interrupted.ENV)
-        module.fail_json(msg='dpkg is still not finished after %s: %s. dpkg --audit says: %s'
-                         % (' and '.join(result['commands']), _interrupted.describe(left), audit.strip()), **result)
+        failed = (' Failed on the way: %s' % ' '.join(errors)) if errors else ''
+        module.fail_json(msg='dpkg is still not finished after %s: %s. dpkg --audit says: %s%s'
+                         % (' and '.join(result['commands']), _interrupted.describe(left), audit.strip(), failed), **result)
     result['messages'].append('An interrupted run had left %s; %s finished it.'
                               % (_interrupted.describe(result['interrupted']), ' and '.join(result['commands'])))
     # Shown in the run's output without -v: the operator sees what was repaired.

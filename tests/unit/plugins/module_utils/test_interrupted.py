@@ -106,3 +106,37 @@ def test_a_lock_another_process_holds_makes_the_frontend_busy(tmp_path):
         holder.kill()
         holder.wait()
     assert not _interrupted.frontend_busy(str(lock))
+
+
+def test_names_a_role_passes_are_matched_exactly_not_as_regular_expressions():
+    # docker_extra_packages comes from the user: g++ is not a pattern (on Python 3.11 a possessive g+ that
+    # matches every name starting with g, before it an re.error), and the dot of a name is a dot.
+    assert _interrupted.ours('g++', ['g++']) and not _interrupted.ours('gcc', ['g++'])
+    assert not _interrupted.ours('g', ['g++']) and not _interrupted.ours('g++-12', ['g++'])
+    assert _interrupted.ours('libfoo.bar', ['libfoo.bar']) and not _interrupted.ours('libfooxbar', ['libfoo.bar'])
+    # A version, architecture or release as apt takes it is not part of the name.
+    assert _interrupted.ours('docker-buildx-plugin', ['docker-buildx-plugin=0.10.5-1~debian.12~bookworm'])
+    assert _interrupted.ours('libfoo.bar', ['libfoo.bar:amd64']) and _interrupted.ours('g++', ['g++/bookworm'])
+    # The collection's own families stay patterns.
+    assert _interrupted.ours('nvidia-driver-535', ['g++']) and _interrupted.ours('containerd.io')
+    left = {'g++': 'unpacked', 'gcc': 'unpacked', 'libfoo.bar': 'unpacked', 'libfooxbar': 'unpacked'}
+    assert _interrupted.foreign(left, None, ['g++', 'libfoo.bar']) == ['gcc', 'libfooxbar']
+
+
+def test_the_version_dpkg_was_installing_is_read_from_the_journal_over_the_status_file():
+    journal = _dpkg.journal(str(KILLED / 'updates'))
+    found = _interrupted.versions(STATUS, journal)
+    assert found['docker.io'] == '20.10.24+dfsg1-1+deb12u1+b6'
+    assert set(found) <= set(_dpkg.unfinished(STATUS, journal))
+    text = ('Package: docker.io\nStatus: hold ok installed\nArchitecture: amd64\nVersion: 20.10.24+dfsg1-1+deb12u1\n\n'
+            'Package: nolabel\nStatus: install reinstreq half-installed\nArchitecture: amd64\n')
+    later = 'Package: docker.io\nStatus: hold reinstreq half-installed\nArchitecture: amd64\nVersion: 20.10.24+dfsg1-1+deb12u1+b6\n'
+    assert _interrupted.versions(text) == {}
+    assert _interrupted.versions(text, later) == {'docker.io': '20.10.24+dfsg1-1+deb12u1+b6'}
+
+
+def test_a_reinstall_asks_for_the_version_and_may_change_a_held_or_newer_package():
+    argv = _interrupted.reinstall_argv(['docker.io', 'nolabel'], {'docker.io': '20.10.24+dfsg1-1+deb12u1+b6'})
+    assert argv == ['apt-get', 'install', '--reinstall', '--no-install-recommends', '--allow-change-held-packages',
+                    '--allow-downgrades', '-y', '-q', '-o=Dpkg::Options::=--force-confdef',
+                    '-o=Dpkg::Options::=--force-confold', 'docker.io=20.10.24+dfsg1-1+deb12u1+b6', 'nolabel']

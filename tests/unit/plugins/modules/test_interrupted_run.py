@@ -22,6 +22,14 @@ from ansible_collections.accel.nodes.plugins.modules import interrupted_run
 
 KILLED = Path(__file__).parents[3] / 'fixtures' / 'interrupted' / 'docker-io-unpack'
 CONFIGURE = ['dpkg', '--configure', '-a', '--force-confdef', '--force-confold']
+# The version the killed run was installing (the journal's docker.io entry), not apt's candidate: the roles pin
+# and hold versions below the newest.
+REINSTALL_DOCKER_IO = ['apt-get', 'install', '--reinstall', '--no-install-recommends', '--allow-change-held-packages',
+                       '--allow-downgrades', '-y', '-q', '-o=Dpkg::Options::=--force-confdef',
+                       '-o=Dpkg::Options::=--force-confold', 'docker.io=20.10.24+dfsg1-1+deb12u1+b6']
+# An unpacked package that depends on the half-installed docker.io: dpkg --configure -a fails on it.
+DEPENDANT = ('Package: docker-compose\nStatus: install ok unpacked\nArchitecture: all\nVersion: 1.29.2-3\n'
+             'Depends: docker.io (>= 1.9.0), python3:any\n')
 
 
 class FakeDpkg:
@@ -31,6 +39,7 @@ class FakeDpkg:
         self.history = root / 'history.log'
         self.calls = []
         self.reinstall_works = True
+        self.configure_error = None
 
     def _fold(self) -> str:
         text = self.status.read_text() + '\n\n' + _dpkg.journal(str(self.updates))
@@ -38,17 +47,42 @@ class FakeDpkg:
         self.updates.mkdir()
         return text
 
+    def _configure(self):
+        """dpkg --configure -a as dpkg does it: the journal folded in, a half-installed package skipped, and an
+        unpacked package that depends on one left unpacked ("dependency problems prevent configuration")."""
+        records = {}  # the journal's entries over the status file's, a package's last entry winning
+        for stanza in re.split(r'\n\s*\n', self._fold()):
+            if stanza.strip():
+                records[re.search(r'^Package: (\S+)', stanza, re.M).group(1),
+                        (re.findall(r'^Architecture: (\S+)', stanza, re.M) or [''])[0]] = stanza.strip()
+        stanzas = list(records.values())
+        half = {name for (name, dummy), stanza in records.items()
+                if re.search(r'^Status: \S+ \S+ half-installed$', stanza, re.M)}
+        blocked = []
+        for i, stanza in enumerate(stanzas):
+            depends = re.search(r'^Depends: (.*)$', stanza, re.M)
+            if depends and half & {d.split()[0] for d in depends.group(1).split(',')}:
+                blocked.append(re.search(r'^Package: (\S+)', stanza, re.M).group(1))
+                continue
+            stanzas[i] = re.sub(r'^Status: install ok (unpacked|half-configured|triggers-pending|triggers-awaited)$',
+                                'Status: install ok installed', stanza, flags=re.M)
+        self.status.write_text('\n\n'.join(stanzas) + '\n')
+        if self.configure_error:
+            return 1, '', self.configure_error
+        if blocked:
+            return 1, '', ''.join('dpkg: dependency problems prevent configuration of %s:\n' % n for n in blocked)
+        return 0, 'Setting up containerd (1.6.20~ds1-1+b1) ...\n', ''
+
     def __call__(self, argv, environ_update=None, **kwargs):
         assert environ_update == {'LANG': 'C', 'LC_ALL': 'C', 'DEBIAN_FRONTEND': 'noninteractive'}
         self.calls.append(argv)
         if argv == CONFIGURE:
-            text = re.sub(r'^Status: install ok (unpacked|half-configured|triggers-pending|triggers-awaited)$',
-                          'Status: install ok installed', self._fold(), flags=re.M)
-            self.status.write_text(text)
-            return 0, 'Setting up containerd (1.6.20~ds1-1+b1) ...\n', ''
+            return self._configure()
         if argv[:3] == ['apt-get', 'install', '--reinstall']:
+            # apt refuses to run while dpkg's journal holds entries not folded in.
+            assert not _dpkg.journal_pending(str(self.updates))
             if self.reinstall_works:
-                names = [a for a in argv if not a.startswith('-') and a not in ('apt-get', 'install')]
+                names = [a.split('=')[0] for a in argv if not a.startswith('-') and a not in ('apt-get', 'install')]
                 text = self.status.read_text()
                 for name in names:
                     text = text.replace('Package: %s\nStatus: install reinstreq half-installed' % name,
@@ -85,7 +119,7 @@ def test_a_killed_install_of_the_collections_packages_is_finished(dpkg, run):
     assert result['interrupted']['docker.io'] == 'half-installed (reinstreq)' and result['journal'] is True
     assert result['foreign'] == []
     assert dpkg.calls[0] == CONFIGURE
-    assert dpkg.calls[1][:3] == ['apt-get', 'install', '--reinstall'] and dpkg.calls[1][-1] == 'docker.io'
+    assert dpkg.calls[1] == REINSTALL_DOCKER_IO
     assert len(dpkg.calls) == 2
     assert _dpkg.unfinished(dpkg.status.read_text(), _dpkg.journal(str(dpkg.updates))) == {}
     assert result['messages'][0].startswith('An interrupted run had left containerd (unpacked), docker.io '
@@ -97,9 +131,62 @@ def test_a_killed_install_of_the_collections_packages_is_finished(dpkg, run):
 def test_check_mode_says_what_it_would_run_and_runs_nothing(dpkg, run):
     result = run(_ansible_check_mode=True)
     assert result['changed'] is True
-    assert result['commands'] == [' '.join(CONFIGURE), ' '.join(_interrupted.REINSTALL + ['docker.io'])]
+    assert result['commands'] == [' '.join(CONFIGURE), ' '.join(REINSTALL_DOCKER_IO)]
     assert dpkg.calls == []
     assert _dpkg.journal_pending(str(dpkg.updates))
+
+
+def test_a_package_whose_version_dpkg_does_not_record_is_reinstalled_by_its_name(dpkg, run):
+    entry = dpkg.updates / '0043'
+    entry.write_text(re.sub(r'^Version: .*\n', '', entry.read_text(), flags=re.M))
+    result = run()
+    assert result['changed'] is True and 'failed' not in result
+    assert dpkg.calls[1] == REINSTALL_DOCKER_IO[:-1] + ['docker.io']
+
+
+def test_a_configure_that_fails_on_a_dependant_of_a_half_installed_package_goes_on_to_reinstall(dpkg, run):
+    # dpkg --configure -a skips the half-installed docker.io and fails on docker-compose, which depends on it:
+    # the reinstall and a second configure finish both, and the next run has nothing to do.
+    (dpkg.updates / '0044').write_text(DEPENDANT)
+    result = run(packages=['docker-compose'])
+    assert 'failed' not in result and result['changed'] is True
+    assert dpkg.calls == [CONFIGURE, REINSTALL_DOCKER_IO, CONFIGURE]
+    assert result['commands'] == [' '.join(CONFIGURE), ' '.join(REINSTALL_DOCKER_IO), ' '.join(CONFIGURE)]
+    assert _dpkg.unfinished(dpkg.status.read_text(), _dpkg.journal(str(dpkg.updates))) == {}
+    assert 'docker-compose (unpacked)' in result['messages'][0]
+    again = run(packages=['docker-compose'])
+    assert again['changed'] is False and again['interrupted'] == {} and again['commands'] == []
+
+
+def test_a_configure_that_fails_with_nothing_to_reinstall_fails_at_once(dpkg, run):
+    dpkg.status.write_text('Package: containerd\nStatus: install ok unpacked\nArchitecture: amd64\n')
+    shutil.rmtree(dpkg.updates)
+    dpkg.updates.mkdir()
+    dpkg.configure_error = 'dpkg: error processing package containerd (--configure):\n'
+    result = run()
+    assert result['failed'] is True and dpkg.calls == [CONFIGURE]
+    assert result['msg'].startswith('dpkg --configure -a --force-confdef --force-confold failed (rc 1): dpkg: error')
+
+
+def test_a_dependant_still_unconfigured_after_the_reinstall_fails_with_the_commands_output(dpkg, run):
+    (dpkg.updates / '0044').write_text(DEPENDANT)
+    dpkg.reinstall_works = False
+    result = run(packages=['docker-compose'])
+    assert result['failed'] is True
+    assert dpkg.calls[:3] == [CONFIGURE, REINSTALL_DOCKER_IO, CONFIGURE] and dpkg.calls[3] == ['dpkg', '--audit']
+    assert result['msg'].startswith('dpkg is still not finished after dpkg --configure -a')
+    assert 'docker-compose (unpacked), docker.io (half-installed (reinstreq))' in result['msg']
+    assert 'dpkg --configure -a --force-confdef --force-confold failed (rc 1): dpkg: dependency problems prevent ' \
+           'configuration of docker-compose' in result['msg']
+
+
+def test_the_roles_extra_packages_are_names_not_regular_expressions(dpkg, run):
+    # docker_extra_packages comes from the user: g++ is that package, not every name that starts with g.
+    for number, name in enumerate(('g++', 'gcc', 'libfoo.bar', 'libfooxbar'), start=44):
+        (dpkg.updates / ('%04d' % number)).write_text('Package: %s\nStatus: install ok unpacked\n' % name)
+    result = run(packages=['g++', 'libfoo.bar=1'])
+    assert result['failed'] is True and result['foreign'] == ['gcc', 'libfooxbar']
+    assert dpkg.calls == []
 
 
 def test_another_tools_transaction_is_left_alone_with_the_commands_to_run(dpkg, run):
