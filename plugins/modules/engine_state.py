@@ -326,18 +326,15 @@ def docker_last_good(host: Host, pid: int, result: Dict, managed_keys: List[str]
                                  if k not in ('runtimes', 'default-runtime')])
     keys = list(dict.fromkeys(keys))
     result['pending_keys'] = keys
+    applies = ('it changed after Docker started and no restart followed. The checked restart handler applies it, '
+               'and puts the last known good daemon.json back if Docker does not start.')
     if pending:
         result['restart'].append('docker')
-        result['messages'].append(
-            '%s registers %s, which Docker does not run with: it changed after Docker started and no restart '
-            'followed. The checked restart handler applies it, and puts the last known good daemon.json back if '
-            'Docker does not start.' % (path, ', '.join(pending)))
+        result['messages'].append('%s registers %s, which Docker does not run with: %s' % (path, ', '.join(pending), applies))
     elif keys:
         result['restart'].append('docker')
-        result['messages'].append(
-            '%s sets %s other than the daemon.json Docker was last seen running with: it changed after Docker '
-            'started and no restart followed. The checked restart handler applies it, and puts the last known good '
-            'daemon.json back if Docker does not start.' % (path, ', '.join(keys)))
+        result['messages'].append('%s sets %s other than the daemon.json Docker was last seen running with: %s'
+                                  % (path, ', '.join(keys), applies))
     else:
         result['messages'].append(
             '%s changed after Docker started. The change touches no key this collection manages, so it does not '
