@@ -140,15 +140,26 @@ def unfinished(text: Optional[str], journal_text: str = '') -> Dict[str, str]:
     """{name: state} of the packages a dpkg run left half-way, from the status text with the journal's
     entries over it (as dpkg reads them): in an UNFINISHED state, or flagged reinstreq ("a package marked
     reinst-required is broken and requires reinstallation", dpkg(1)), which reads "<state> (reinstreq)"."""
+    found = {}
+    for name, fields in unfinished_stanzas(text, journal_text).items():
+        status = fields['Status'].split()
+        found[name] = status[2] + (' (reinstreq)' if status[1] == 'reinstreq' else '')
+    return found
+
+
+def unfinished_stanzas(text: Optional[str], journal_text: str = '') -> Dict[str, Dict[str, str]]:
+    """{name: the fields of its last stanza} of the packages unfinished() names, for what else their stanza
+    says (the Version a run was installing)."""
     if not journal_text and not _UNFINISHED_LINE.search(text or ''):
         return {}
-    records: Dict[Tuple[str, str], List[str]] = {}
+    records: Dict[Tuple[str, str], Dict[str, str]] = {}
     for fields in _stanzas((text or '') + '\n\n' + (journal_text or '')):
-        records[(fields['Package'], fields.get('Architecture', ''))] = fields.get('Status', '').split()
+        records[(fields['Package'], fields.get('Architecture', ''))] = fields
     found = {}
-    for (name, dummy), status in sorted(records.items()):
+    for (name, dummy), fields in sorted(records.items()):
+        status = fields.get('Status', '').split()
         if len(status) == 3 and (status[2] in UNFINISHED or status[1] == 'reinstreq'):
-            found[name] = status[2] + (' (reinstreq)' if status[1] == 'reinstreq' else '')
+            found[name] = fields
     return found
 
 

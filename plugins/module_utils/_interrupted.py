@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional
 
 from ansible_collections.accel.nodes.plugins.module_utils import _dpkg
 
@@ -83,18 +83,11 @@ def needs_reinstall(state: str) -> bool:
 
 
 def versions(text: Optional[str], journal_text: str = '') -> Dict[str, str]:
-    """{name: version} of the packages a dpkg run left half-way (as _dpkg.unfinished finds them, the journal's
-    entries over the status text), from the Version field of the stanza that says so: dpkg keeps it for a
-    half-installed package (for one a run was installing, that version). A package without one is left out."""
-    records: Dict[Tuple[str, str], Dict[str, str]] = {}
-    for fields in _dpkg._stanzas((text or '') + '\n\n' + (journal_text or '')):  # pylint: disable=protected-access
-        records[(fields['Package'], fields.get('Architecture', ''))] = fields
-    found = {}
-    for (name, dummy), fields in sorted(records.items()):
-        status = fields.get('Status', '').split()
-        if len(status) == 3 and (status[2] in _dpkg.UNFINISHED or status[1] == 'reinstreq') and fields.get('Version'):
-            found[name] = fields['Version']
-    return found
+    """{name: version} of the packages a dpkg run left half-way (_dpkg.unfinished_stanzas), from the Version
+    field dpkg keeps for a half-installed package (for one a run was installing, that version). A package
+    without one is left out."""
+    return dict((name, fields['Version']) for name, fields in _dpkg.unfinished_stanzas(text, journal_text).items()
+                if fields.get('Version'))
 
 
 def reinstall_argv(names: Iterable[str], known: Dict[str, str]) -> List[str]:
