@@ -17,20 +17,26 @@
 # version from one tree: @VERSION@ in their files becomes that version, so a
 # node pinning the four packages to either version gets a consistent set
 # (1.20.0's toolkit wants libnvidia-container-tools (= 1.20.0-1) exactly).
+# Beside the repositories, tools/ holds binaries that the nodes run from the
+# mount itself: the real, static crictl of tests/rig/crictl.sh (cached, from the
+# same ACCEL_TOOLKIT_SRC).
 #
 # Usage: build-repos.sh [OUTDIR]   (default build/repos; rebuilt only when
-# tests/doubles or the toolkit packages change). Prints OUTDIR. Layout of OUTDIR:
+# tests/doubles, the toolkit packages or crictl change). Prints OUTDIR. Layout of OUTDIR:
 #   keys/<repo>.asc, keys/<repo>.fingerprint
 #   cuda/debian12/x86_64/, cuda/debian13/x86_64/, libnvidia-container/stable/deb/amd64/,
 #   neuron/dists/bookworm/..., neuron/dists/trixie/..., neuron/pool/main/
+#   tools/crictl (cri-tools 1.36.0, static; /srv/accel-repos/tools/crictl on a Molecule node)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(realpath -m "${1:-$here/../../build/repos}")
 toolkit_versions=(1.17.8 1.20.0)
 toolkit_debs=()
 for v in "${toolkit_versions[@]}"; do toolkit_debs+=("$("$here/../rig/toolkit-debs.sh" "$v")"); done
+crictl=$("$here/../rig/crictl.sh")
 stamp=$( (cd "$here" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
-  for d in "${toolkit_debs[@]}"; do cat "$d/SHA256SUMS"; done) | sha256sum | cut -c1-16)
+  for d in "${toolkit_debs[@]}"; do cat "$d/SHA256SUMS"; done
+  cat "$crictl/SHA256SUMS") | sha256sum | cut -c1-16)
 if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"
   exit 0
@@ -119,6 +125,8 @@ for suite in bookworm trixie; do
       release "dists/$suite" >"dists/$suite/Release.tmp" && mv "dists/$suite/Release.tmp" "dists/$suite/Release")
   sign "neuron@doubles.invalid" "$neuron/dists/$suite"
 done
+
+install -D -m 0755 "$crictl/crictl" "$out/tools/crictl"
 
 chmod -R a+rX "$out"
 echo "$stamp" >"$out/.stamp"

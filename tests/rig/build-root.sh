@@ -39,6 +39,9 @@ packages=build-essential,dpkg-dev,debhelper,fakeroot,ca-certificates
 recipe_hash=$(sha256sum "$0" | cut -c1-12)
 image=accel-nodes/build-root:${suite}-${recipe_hash}
 
+# One builder at a time (as node-image.sh): a second caller waits, then finds it built.
+exec 9>"/var/tmp/accel-nodes-build-root-$suite.lock"
+flock -n 9 || { echo "build-root.sh: another build of the build root runs; waiting for it" >&2; flock 9; }
 if docker image inspect "$image" >/dev/null 2>&1; then
   echo "$image"
   exit 0

@@ -42,6 +42,10 @@ recorded=(docker.io containerd runc python3 golang-go)
 recipe_hash=$(sha256sum "$0" | cut -c1-12)
 image=accel-nodes/node:${name}-${recipe_hash}
 
+# One builder of an image at a time (test-all.sh's background prebuild, two
+# runs): a second caller waits here, then finds the image built.
+exec 9>"/var/tmp/accel-nodes-node-image-$name.lock"
+flock -n 9 || { echo "node-image.sh: another build of node image $name runs; waiting for it" >&2; flock 9; }
 if docker image inspect "$image" >/dev/null 2>&1; then
   echo "$image"
   exit 0
