@@ -17,8 +17,9 @@ import typing as t
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import validation_container_checks
+from ansible_collections.accel.nodes.plugins.filter.validation_cri import validation_cri_checks, validation_cri_engine
 
-LAYERS = ('host', 'runtime', 'container')
+LAYERS = ('host', 'runtime', 'container', 'cri')
 
 # The version in a `dkms status` line: "aws-neuronx/2.27.4.0, ..." (DKMS 3) or
 # "aws-neuronx, 2.27.4.0, ..." (DKMS 2); tests/fixtures/dkms/README.md.
@@ -71,14 +72,16 @@ def skipped_layer_checks(layers: list[str], skip: dict[str, str]) -> list[Check]
 def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = None, skip: dict[str, str] | None = None,
                      nvidia_config_path: str = '/etc/nvidia-container-runtime/config.toml', image: str = '',
                      check_mode: bool = False, refresh: dict[str, t.Any] | None = None,
-                     cuda: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+                     cuda: dict[str, t.Any] | None = None, crictl: str = 'crictl',
+                     cri_endpoint: str = 'unix:///run/containerd/containerd.sock') -> dict[str, t.Any]:
     """The commands and paths of the role's one accel.nodes.node_probe run, for the layers that run: docker info for
     the runtime and container layers, dkms status for Neuron's host layer, the toolkit's config.toml for NVIDIA's
     container layer, and in check mode, which pulls nothing, whether the image is on the node. With refresh (the
     options of accel.nodes.accelerator_facts, whose empty values are left out), the same run gathers the facts anew.
     Provisioning does not change a node's vendors, which its PCI bus names, so the facts gathered before say which
     questions to ask; without them, every vendor's are asked. With cuda (the options of accel.nodes.nvidia_cuda_check,
-    likewise), the same run checks CUDA on every GPU of an NVIDIA node for the host layer."""
+    likewise), the same run checks CUDA on every GPU of an NVIDIA node for the host layer. For the cri layer, crictl
+    (kubernetes-sigs/cri-tools) says which runtime answers at cri_endpoint (version) and its config (info)."""
     if refresh is None and not isinstance(facts, dict):
         raise AnsibleFilterError('validation_probe: needs the accelerator facts (ansible_facts.accelerators) as a dict')
     skip = _dict(skip)
@@ -91,8 +94,15 @@ def validation_probe(facts: dict[str, t.Any] | None, layers: list[str] | None = 
         commands['image'] = ['docker', 'image', 'inspect', '--format', '{{.Id}}', image]
     if 'host' in run and 'neuron' in vendors and 'neuron_dkms' not in skip:
         commands['dkms'] = list(DKMS_STATUS)
-    paths = [nvidia_config_path] if 'container' in run and 'nvidia' in vendors else []
-    if 'container' in run and 'nvidia' in vendors:
+    if 'cri' in run:
+        cri = [crictl, '--runtime-endpoint', cri_endpoint]
+        commands['cri_version'] = cri + ['version']
+        commands['cri_info'] = cri + ['info']
+        if check_mode and image:
+            commands['cri_image'] = cri + ['inspecti', '-q', image]
+    containers = 'container' in run or 'cri' in run
+    paths = [nvidia_config_path] if containers and 'nvidia' in vendors else []
+    if containers and 'nvidia' in vendors:
         # The toolkit's version decides what its "auto" mode resolves to, and the CDI devices whether the
         # --device nvidia.com/gpu=all path can run (validation_container_plan).
         commands['toolkit_version'] = ['nvidia-ctk', '--version']
@@ -299,8 +309,10 @@ def validation_checks(facts: dict[str, t.Any], layers: list[str] | None = None, 
                       cuda: dict[str, t.Any] | None = None, dkms: dict[str, t.Any] | None = None,
                       docker_info: dict[str, t.Any] | None = None, plan: dict[str, t.Any] | None = None,
                       runs: dict[str, t.Any] | None = None, nvidia_runtime: str = 'nvidia',
-                      neuron_runtime: str = 'oci-neuron', neuron_mode: str = 'auto') -> list[Check]:
-    """Every check of the report, in its order: the layers that did not run, then host, runtime and container."""
+                      neuron_runtime: str = 'oci-neuron', neuron_mode: str = 'auto', cri: dict[str, t.Any] | None = None,
+                      cri_plan: dict[str, t.Any] | None = None, cri_runs: dict[str, t.Any] | None = None) -> list[Check]:
+    """Every check of the report, in its order: the layers that did not run, then host, runtime, container and
+    cri (with validation_cri_engine's cri, validation_cri_plan's cri_plan and accel.nodes.cri_containers' cri_runs)."""
     if not isinstance(facts, dict):
         raise AnsibleFilterError('validation_checks: needs the accelerator facts (ansible_facts.accelerators) as a dict')
     layers = list(LAYERS if layers is None else layers)
@@ -313,11 +325,15 @@ def validation_checks(facts: dict[str, t.Any], layers: list[str] | None = None, 
         checks += runtime_checks(facts, _dict(docker_info), nvidia_runtime, neuron_runtime, neuron_mode)
     if 'container' in run:
         checks += container_checks(_dict(plan), runs)
+    if 'cri' in run:
+        cri = cri if isinstance(cri, dict) and cri else validation_cri_engine(None)
+        checks += validation_cri_checks(facts, cri, _dict(cri_plan), cri_runs, nvidia_runtime, neuron_runtime)
     return checks
 
 
 def validation_report(checks: list[Check], facts: dict[str, t.Any], engine: dict[str, t.Any] | None = None,
-                      host: str = '', timestamp: str = '', ansible_core: str = '') -> dict[str, t.Any]:
+                      host: str = '', timestamp: str = '', ansible_core: str = '',
+                      cri: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
     """The report (schema 1) of ansible_facts.accelerator_validation and validation.json."""
     if not isinstance(checks, list) or not isinstance(facts, dict):
         raise AnsibleFilterError('validation_report: needs the checks as a list and the accelerator facts as a dict')
@@ -340,6 +356,7 @@ def validation_report(checks: list[Check], facts: dict[str, t.Any], engine: dict
             'cuda': nvidia.get('cuda_version'),
             'neuron_driver': _dict(facts.get('neuron')).get('driver_version'),
             'docker': _dict(engine).get('version'),
+            'cri_runtime': ' '.join(str(v) for v in (_dict(cri).get('runtime_name'), _dict(cri).get('version')) if v) or None,
             'ansible_core': ansible_core,
         },
         'problems': list(facts.get('problems') or []),

@@ -14,6 +14,8 @@ import typing as t
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accel.nodes.plugins.module_utils._cri import hints as cri_hints
+
 # Docker's --gpus as the CLI sends it: docker/cli opts/gpus.go sets Count -1
 # for "all", DeviceIDs for "device=...", and Capabilities [["gpu"]] with no
 # driver when none is given. The daemon then sets NVIDIA_VISIBLE_DEVICES to
@@ -243,7 +245,7 @@ def _unit(vendor: str) -> str:
     return 'GPU(s)' if vendor == 'nvidia' else 'Neuron device(s)'
 
 
-def _judge(case: dict[str, t.Any], run: dict[str, t.Any]) -> dict[str, t.Any]:
+def _judge(case: dict[str, t.Any], run: dict[str, t.Any], layer: str = 'container') -> dict[str, t.Any]:
     output = str((run.get('container') or {}).get('Output') or '')
     exit_status = run.get('status')
     if case['vendor'] == 'nvidia':
@@ -257,8 +259,8 @@ def _judge(case: dict[str, t.Any], run: dict[str, t.Any]) -> dict[str, t.Any]:
     wrong = (seen == expected and seen_uuids is not None and case['expected_uuids'] is not None
              and seen_uuids != sorted(case['expected_uuids']))
     ok = exit_status == 0 and not run.get('failed') and seen == expected and not wrong
-    said = '%s in a container (docker run %s%s) sees %d of %d %s' % (
-        ' '.join(case['command']), case['how'], ', through ' + case['path'] if case.get('path') else '', seen,
+    said = '%s in a container (%s %s%s) sees %d of %d %s' % (
+        ' '.join(case['command']), case.get('runner') or 'docker run', case['how'], ', through ' + case['path'] if case.get('path') else '', seen,
         case['total'], _unit(case['vendor']))
     if ok:
         detail = said + ', the %d asked for' % expected
@@ -269,21 +271,27 @@ def _judge(case: dict[str, t.Any], run: dict[str, t.Any]) -> dict[str, t.Any]:
         error = str(run.get('msg') or ('exit %s' % exit_status if exit_status is not None else 'no exit status'))
         detail += ': ' + (error + ' ' + output[-300:]).strip()
         text = error + '\n' + output
-        detail += ''.join(': ' + hint for pattern, hint in _HINTS if pattern.search(text))
+        detail += ''.join(': ' + hint for hint in _hints(text, layer))
     return {
-        'name': case['name'], 'layer': 'container', 'status': 'pass' if ok else 'fail', 'detail': detail,
+        'name': case['name'], 'layer': layer, 'status': 'pass' if ok else 'fail', 'detail': detail,
         'measured': {'seen': seen, 'expected': expected, 'total': case['total'], 'requested': case['requested'],
                      'runtime': case['runtime'] or None, 'path': case.get('path') or None, 'uuids': seen_uuids,
                      'exit_status': exit_status},
     }
 
 
-def _restriction(vendor: str, pairs: list[tuple[dict[str, t.Any], dict[str, t.Any]]]) -> dict[str, t.Any]:
+def _hints(text: str, layer: str) -> list[str]:
+    found = [hint for pattern, hint in _HINTS if pattern.search(text)]
+    return found + (cri_hints(text) if layer == 'cri' else [])
+
+
+def _restriction(vendor: str, pairs: list[tuple[dict[str, t.Any], dict[str, t.Any]]],
+                 layer: str = 'container') -> dict[str, t.Any]:
     """Restriction is shown only by a container that asked for a strict subset and saw it."""
     ran = [(case, check) for case, check in pairs if check['status'] != 'skip']
     subsets = [(case, check) for case, check in ran if 0 < len(case['requested']) < case['total']]
     total = max([case['total'] for case, dummy in pairs] or [0])
-    name = 'container_%s_restriction' % vendor
+    name = '%s_%s_restriction' % (layer, vendor)
     if not subsets:
         if not ran:
             reason = 'no %s container ran' % vendor
@@ -292,7 +300,7 @@ def _restriction(vendor: str, pairs: list[tuple[dict[str, t.Any], dict[str, t.An
                       'the others are kept out' % (total, _unit(vendor)))
         else:
             reason = 'no container asked for a part of the %d %s' % (total, _unit(vendor))
-        return {'name': name, 'layer': 'container', 'status': 'skip', 'detail': 'skipped: ' + reason,
+        return {'name': name, 'layer': layer, 'status': 'skip', 'detail': 'skipped: ' + reason,
                 'measured': {'total': total}}
     failed = [case['how'] for case, check in subsets if check['status'] != 'pass']
     shown = ['%s saw %d of %d' % (case['how'], len(case['requested']), case['total'])
@@ -302,13 +310,13 @@ def _restriction(vendor: str, pairs: list[tuple[dict[str, t.Any], dict[str, t.An
             total, _unit(vendor), '; '.join(failed))
     else:
         detail = 'containers see only the %s they ask for: %s' % (_unit(vendor), '; '.join(shown))
-    return {'name': name, 'layer': 'container', 'status': 'fail' if failed else 'pass', 'detail': detail,
+    return {'name': name, 'layer': layer, 'status': 'fail' if failed else 'pass', 'detail': detail,
             'measured': {'total': total, 'shown_by': [case['name'] for case, check in subsets]}}
 
 
-def validation_container_checks(results: list[dict[str, t.Any]]) -> list[dict[str, t.Any]]:
+def validation_container_checks(results: list[dict[str, t.Any]], layer: str = 'container') -> list[dict[str, t.Any]]:
     """The report's checks for the loop results of the validation containers: one per case, then one restriction
-    check per vendor."""
+    check per vendor. layer: container (Docker's, accel.nodes.run_containers) or cri (accel.nodes.cri_containers)."""
     if not isinstance(results, list):
         raise AnsibleFilterError('validation_container_checks: needs the results list of the container loop')
     pairs = []
@@ -318,14 +326,14 @@ def validation_container_checks(results: list[dict[str, t.Any]]) -> list[dict[st
             raise AnsibleFilterError('validation_container_checks: each result needs the case of '
                                      'validation_container_plan as its item')
         if case['skip'] or run.get('skipped'):
-            check = {'name': case['name'], 'layer': 'container', 'status': 'skip',
+            check = {'name': case['name'], 'layer': layer, 'status': 'skip',
                      'detail': 'skipped: ' + (case['skip'] or 'not run'), 'measured': {}}
         else:
-            check = _judge(case, run)
+            check = _judge(case, run, layer)
         pairs.append((case, check))
     checks = [check for dummy, check in pairs]
     for vendor in dict.fromkeys(case['vendor'] for case, dummy in pairs):
-        checks.append(_restriction(vendor, [pair for pair in pairs if pair[0]['vendor'] == vendor]))
+        checks.append(_restriction(vendor, [pair for pair in pairs if pair[0]['vendor'] == vendor], layer))
     return checks
 
 

@@ -94,12 +94,24 @@ def judge(facts, info=None, **kwargs):
     return validation_checks(facts, docker_info=info, plan=plan, **kwargs)
 
 
+# The CRI layer came after these captures: where it does not run, the report says so, and nothing else changes.
+CRI_LEFT_OUT = {'name': 'cri', 'layer': 'cri', 'status': 'skip', 'detail': 'skipped: not in accelerator_validation_layers',
+                'measured': {}}
+
+
+def with_cri_skipped(report):
+    report = copy.deepcopy(report)
+    report['layers']['cri'] = 'skip'
+    report['versions']['cri_runtime'] = None
+    return report
+
+
 def test_the_h200_without_docker_gets_its_real_report_back():
     checks = judge(H200, layers=['host', 'runtime', 'container'], skip={}, cuda=SKIPPED, dkms=NOT_ASKED)
-    assert checks == H200_REPORT['checks']
-    report = validation_report(checks, H200, validation_engine(NO_DOCKER), host='localhost',
+    assert checks == [CRI_LEFT_OUT] + H200_REPORT['checks']
+    report = validation_report(checks[1:], H200, validation_engine(NO_DOCKER), host='localhost',
                                timestamp=H200_REPORT['timestamp'], ansible_core='2.19.14')
-    assert report == H200_REPORT
+    assert report == with_cri_skipped(H200_REPORT)
 
 
 def test_the_h100_with_docker_passes_the_host_and_runtime_layers_as_it_did():
@@ -108,37 +120,47 @@ def test_the_h100_with_docker_passes_the_host_and_runtime_layers_as_it_did():
     checks = judge(h100_facts(), info, layers=['host', 'runtime'], cuda=cuda, dkms=NOT_ASKED)
     real = [c for c in H100_REPORT['checks'] if c['layer'] != 'container']
     assert checks == [{'name': 'container', 'layer': 'container', 'status': 'skip',
-                       'detail': 'skipped: not in accelerator_validation_layers', 'measured': {}}] + real
+                       'detail': 'skipped: not in accelerator_validation_layers', 'measured': {}}, CRI_LEFT_OUT] + real
     report = validation_report(H100_REPORT['checks'], h100_facts(), validation_engine(info), host='accel-gpu-node',
                                timestamp=H100_REPORT['timestamp'], ansible_core='2.19.14')
-    assert report == H100_REPORT
+    assert report == with_cri_skipped(H100_REPORT)
 
 
 DOCKER_INFO = ['docker', 'info', '--format', '{{json .}}']
 CONFIG = '/etc/nvidia-container-runtime/config.toml'
 # NVIDIA's container layer also asks the toolkit its version (what "auto" resolves to) and its CDI devices.
 TOOLKIT = {'toolkit_version': ['nvidia-ctk', '--version'], 'cdi_devices': ['nvidia-ctk', 'cdi', 'list']}
+# The CRI layer asks crictl which runtime answers and its config; NVIDIA's also the toolkit's, as above.
+CRICTL = ['crictl', '--runtime-endpoint', 'unix:///run/containerd/containerd.sock']
+CRI = {'cri_version': CRICTL + ['version'], 'cri_info': CRICTL + ['info']}
+UNCHANGED = {'container': 'unchanged', 'cri': 'unchanged', 'neuron_dkms': 'unchanged'}
 
 
 @pytest.mark.parametrize('facts, kwargs, commands, paths', [
     # The P3 and the inf1 of the site scenario, every layer.
-    (p3_facts(), {}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
-    (inf1_facts(), {}, {'docker_info': DOCKER_INFO, 'dkms': ['dkms', 'status']}, []),
-    # An unchanged node (playbooks/site.yml): no container layer, no dkms.
-    (inf1_facts(), {'skip': {'container': 'unchanged', 'neuron_dkms': 'unchanged'}}, {'docker_info': DOCKER_INFO}, []),
-    (p3_facts(), {'skip': {'container': 'unchanged', 'neuron_dkms': 'unchanged'}}, {'docker_info': DOCKER_INFO}, []),
+    (p3_facts(), {}, dict(TOOLKIT, docker_info=DOCKER_INFO, **CRI), [CONFIG]),
+    (inf1_facts(), {}, dict(CRI, docker_info=DOCKER_INFO, dkms=['dkms', 'status']), []),
+    # An unchanged node (playbooks/site.yml): no container or CRI layer, no dkms.
+    (inf1_facts(), {'skip': UNCHANGED}, {'docker_info': DOCKER_INFO}, []),
+    (p3_facts(), {'skip': UNCHANGED}, {'docker_info': DOCKER_INFO}, []),
+    # The container layer skipped, the CRI layer still asks the toolkit's mode and devices.
+    (p3_facts(), {'skip': {'container': 'asked to'}}, dict(TOOLKIT, docker_info=DOCKER_INFO, **CRI), [CONFIG]),
+    (p3_facts(), {'layers': ['cri'], 'crictl': '/usr/local/bin/crictl', 'cri_endpoint': 'unix:///run/k3s/containerd/containerd.sock'},
+     dict(TOOLKIT, cri_version=['/usr/local/bin/crictl', '--runtime-endpoint', 'unix:///run/k3s/containerd/containerd.sock', 'version'],
+          cri_info=['/usr/local/bin/crictl', '--runtime-endpoint', 'unix:///run/k3s/containerd/containerd.sock', 'info']), [CONFIG]),
     # The host layer alone asks nothing for NVIDIA (accel.nodes.nvidia_cuda_check covers it), dkms for Neuron.
     (p3_facts(), {'layers': ['host']}, {}, []),
     (inf1_facts(), {'layers': ['host']}, {'dkms': ['dkms', 'status']}, []),
     (p3_facts(), {'layers': ['runtime']}, {'docker_info': DOCKER_INFO}, []),
     # No accelerator: Docker still answers for the runtime layer.
-    ({'vendors': []}, {}, {'docker_info': DOCKER_INFO}, []),
+    ({'vendors': []}, {}, dict(CRI, docker_info=DOCKER_INFO), []),
     # Check mode pulls nothing: it asks whether the image is on the node, when there is one to run.
     (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'nvidia_config_path': '/opt/toolkit.toml'},
-     dict(TOOLKIT, docker_info=DOCKER_INFO, image=['docker', 'image', 'inspect', '--format', '{{.Id}}', 'accel-test/busybox:1']),
+     dict(TOOLKIT, docker_info=DOCKER_INFO, image=['docker', 'image', 'inspect', '--format', '{{.Id}}', 'accel-test/busybox:1'],
+          cri_image=CRICTL + ['inspecti', '-q', 'accel-test/busybox:1'], **CRI),
      ['/opt/toolkit.toml']),
-    (p3_facts(), {'check_mode': True, 'image': ''}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
-    (p3_facts(), {'check_mode': False, 'image': 'accel-test/busybox:1'}, dict(TOOLKIT, docker_info=DOCKER_INFO), [CONFIG]),
+    (p3_facts(), {'check_mode': True, 'image': ''}, dict(TOOLKIT, docker_info=DOCKER_INFO, **CRI), [CONFIG]),
+    (p3_facts(), {'check_mode': False, 'image': 'accel-test/busybox:1'}, dict(TOOLKIT, docker_info=DOCKER_INFO, **CRI), [CONFIG]),
     (p3_facts(), {'check_mode': True, 'image': 'accel-test/busybox:1', 'layers': ['host', 'runtime']},
      {'docker_info': DOCKER_INFO}, []),
 ])
@@ -150,10 +172,10 @@ def test_a_refresh_gathers_the_facts_in_the_same_run_and_asks_for_the_vendors_th
     options = {'root': '/', 'instance_type': '', 'nvidia_smi_path': None, 'neuron_ls_path': '/opt/neuron-ls'}
     # After provisioning (site.yml): the vendors of the facts gathered before; empty options left out.
     asked = validation_probe(p3_facts(), refresh=options)
-    assert asked == {'commands': dict(TOOLKIT, docker_info=DOCKER_INFO), 'paths': [CONFIG],
+    assert asked == {'commands': dict(TOOLKIT, docker_info=DOCKER_INFO, **CRI), 'paths': [CONFIG],
                      'accelerators': {'root': '/', 'neuron_ls_path': '/opt/neuron-ls'}, 'ask': True}
     # No facts yet (validate.yml on a fresh host): every vendor's questions.
-    assert validation_probe(None, refresh={})['commands'] == dict(TOOLKIT, docker_info=DOCKER_INFO, dkms=['dkms', 'status'])
+    assert validation_probe(None, refresh={})['commands'] == dict(TOOLKIT, docker_info=DOCKER_INFO, dkms=['dkms', 'status'], **CRI)
     assert validation_probe(None, refresh={})['paths'] == [CONFIG]
     # Nothing else to ask: the run still gathers the facts.
     assert validation_probe(None, ['host'], refresh={}, skip={'neuron_dkms': 'no'}) == {
@@ -220,7 +242,7 @@ def test_the_p3_passes_every_host_and_runtime_check():
     assert checks['docker']['detail'] == 'Docker 20.10.24+dfsg1 answers, default runtime runc'
     assert checks['runtime_nvidia'] == {'name': 'runtime_nvidia', 'layer': 'runtime', 'status': 'pass',
                                         'detail': 'Docker lists the nvidia runtime', 'measured': {'registered': True}}
-    assert [c['status'] for c in checks.values() if c['layer'] != 'container'] == ['pass'] * 6
+    assert [c['status'] for c in checks.values() if c['layer'] not in ('container', 'cri')] == ['pass'] * 6
 
 
 def test_a_gpu_off_the_bus_fails_with_the_fix():
@@ -259,16 +281,17 @@ def test_no_accelerator_fails_the_host_layer():
     facts = copy.deepcopy(H200)
     facts.update(vendors=[], nvidia=dict(facts['nvidia'], gpus=[]))
     checks = judge(facts, layers=['host'])
-    assert [c['name'] for c in checks] == ['runtime', 'container', 'accelerators_present']
-    assert checks[2]['status'] == 'fail'
-    assert checks[2]['detail'].startswith('no NVIDIA GPU or Neuron device on the PCI bus')
+    assert [c['name'] for c in checks] == ['runtime', 'container', 'cri', 'accelerators_present']
+    assert checks[3]['status'] == 'fail'
+    assert checks[3]['detail'].startswith('no NVIDIA GPU or Neuron device on the PCI bus')
 
 
 def test_the_inf1_with_a_clean_dkms_passes():
     checks = judge(inf1_facts('2.27.4.0'), docker_info(runtimes=('runc', 'oci-neuron')), layers=['host', 'runtime'],
                    dkms=dkms(DKMS_NEURON_INSTALLED))
     assert [(c['name'], c['status']) for c in checks] == [
-        ('container', 'skip'), ('accelerators_present', 'pass'), ('neuron_devices_present', 'pass'), ('neuron_ls', 'pass'),
+        ('container', 'skip'), ('cri', 'skip'), ('accelerators_present', 'pass'), ('neuron_devices_present', 'pass'),
+        ('neuron_ls', 'pass'),
         ('neuron_dkms', 'pass'), ('docker', 'pass'), ('runtime_oci-neuron', 'pass')]
     checks = by_name(checks)
     assert checks['neuron_devices_present']['detail'] == '4 Neuron device(s) on the PCI bus, inf1.6xlarge promises 4'
@@ -332,7 +355,8 @@ def test_dkms_skipped_on_an_unchanged_node_says_why():
     reason = 'the node is unchanged since the run of 2026-11-24T06:00:00Z: accel.nodes.validate runs it'
     checks = judge(inf1_facts(), layers=['host', 'runtime', 'container'], skip={'container': reason, 'neuron_dkms': reason},
                    dkms=NOT_ASKED)
-    assert [(c['name'], c['status']) for c in checks if c['status'] == 'skip'][:2] == [('container', 'skip'), ('neuron_dkms', 'skip')]
+    assert [(c['name'], c['status']) for c in checks if c['status'] == 'skip'][:3] == [
+        ('container', 'skip'), ('cri', 'skip'), ('neuron_dkms', 'skip')]
     assert by_name(checks)['neuron_dkms'] == {'name': 'neuron_dkms', 'layer': 'host', 'status': 'skip',
                                               'detail': 'skipped: ' + reason, 'measured': {}}
     assert checks[0]['detail'] == 'skipped: ' + reason
@@ -353,7 +377,7 @@ def test_neuron_ls_failure_and_a_missing_device():
 
 def test_docker_that_does_not_answer_fails_and_skips_the_runtimes():
     checks = judge(inf1_facts(), NOT_ANSWERING, layers=['runtime'], neuron_mode='oci_hook')
-    assert checks[2:] == [
+    assert checks[3:] == [
         {'name': 'docker', 'layer': 'runtime', 'status': 'fail', 'measured': {'version': None, 'runtimes': []},
          'detail': 'docker is installed but the daemon does not answer: Cannot connect to the Docker daemon at '
                    'unix:///var/run/docker.sock. Is the docker daemon running? (systemctl status docker; journalctl -u docker)'},
@@ -387,7 +411,7 @@ def test_the_container_layer_says_why_it_ran_nothing_or_judges_the_runs():
         dict(item=case, skipped=True) if case['skip'] else dict(item=case, status=0, container={'Output': output})
         for case in plan['cases']]}
     checks = validation_checks(facts, layers=['container'], plan=plan, runs=runs)
-    assert [(c['name'], c['status']) for c in checks[2:]] == [
+    assert [(c['name'], c['status']) for c in checks[3:]] == [
         ('container_nvidia_gpus_all', 'pass'), ('container_nvidia_gpus_2', 'skip'), ('container_nvidia_gpus_device', 'pass'),
         ('container_nvidia_visible_devices', 'pass'), ('container_nvidia_cdi_all', 'skip'),
         ('container_nvidia_restriction', 'skip')]
@@ -395,11 +419,11 @@ def test_the_container_layer_says_why_it_ran_nothing_or_judges_the_runs():
 
 def test_layers_left_out_or_skipped_come_first_with_the_reason():
     checks = judge(p3_facts(), docker_info(), layers=['host', 'runtime'], skip={'runtime': 'asked to'}, cuda=SKIPPED)
-    assert checks[:2] == [
+    assert checks[:3] == [
         {'name': 'runtime', 'layer': 'runtime', 'status': 'skip', 'detail': 'skipped: asked to', 'measured': {}},
         {'name': 'container', 'layer': 'container', 'status': 'skip', 'detail': 'skipped: not in accelerator_validation_layers',
-         'measured': {}}]
-    assert {c['layer'] for c in checks[2:]} == {'host'}
+         'measured': {}}, CRI_LEFT_OUT]
+    assert {c['layer'] for c in checks[3:]} == {'host'}
 
 
 def test_the_report_of_the_node_with_a_gpu_missing():
@@ -408,15 +432,18 @@ def test_the_report_of_the_node_with_a_gpu_missing():
     report = validation_report(checks, facts, validation_engine(docker_info()), host='validation17-p3-gpu-missing',
                                timestamp='2026-11-24T07:00:00Z', ansible_core='2.19.14')
     assert report['status'] == 'fail'
-    assert report['layers'] == {'host': 'fail', 'runtime': 'pass', 'container': 'skip'}
+    assert report['layers'] == {'host': 'fail', 'runtime': 'pass', 'container': 'skip', 'cri': 'skip'}
     assert report['versions'] == {'nvidia_kernel_module': '580.95.05', 'nvidia_userspace': '580.95.05', 'cuda': '13.0',
-                                  'neuron_driver': None, 'docker': '20.10.24+dfsg1', 'ansible_core': '2.19.14'}
+                                  'neuron_driver': None, 'docker': '20.10.24+dfsg1', 'cri_runtime': None,
+                                  'ansible_core': '2.19.14'}
     assert report['problems'] == ['PCI shows 3 NVIDIA GPU(s), p3.8xlarge promises 4']
     assert validation_summary(report) == (
-        'accelerator validation FAIL (nvidia): host fail, runtime pass, container skip'
+        'accelerator validation FAIL (nvidia): host fail, runtime pass, container skip, cri skip'
         ' | nvidia_gpus_present fail: 3 GPU(s) on the PCI bus, p3.8xlarge promises 4: a GPU is missing or fell off the bus; '
         'stop and start the instance to move it to other hardware'
-        ' | container skip: skipped: accelerator_validation_image is not set')
+        ' | container skip: skipped: accelerator_validation_image is not set'
+        ' | cri skip: skipped: no crictl on the node: the CRI layer runs where crictl is (EKS and kubeadm nodes have it; '
+        'install cri-tools) or where accelerator_validation_crictl names it')
     assert validation_failure(report, '') == (
         'accelerator validation failed on validation17-p3-gpu-missing: nvidia_gpus_present: 3 GPU(s) on the PCI bus, '
         'p3.8xlarge promises 4: a GPU is missing or fell off the bus; stop and start the instance to move it to other '
