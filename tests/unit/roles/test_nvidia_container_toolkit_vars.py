@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,46 @@ def test_the_dev_char_links_are_judged_from_the_probe_only_where_no_install_foll
             'commands': {'dev_char': {'rc': 0, 'stdout': '', 'stderr': dry_run}}}}))
     templar = Templar(loader=DataLoader(), variables=variables)
     assert templar.template(trust_as_template('{{ __nvidia_container_toolkit_dev_char_in_place }}')) is in_place
+
+
+K3S = '/var/lib/rancher/k3s/agent/etc/containerd'
+
+
+def runtime_plan(profile='default', engines=('containerd',), files=None, **more):
+    """The runtime plan and the config.toml settings as the role templates them, from its defaults and a probe."""
+    variables = dict(load('nvidia_container_toolkit', 'defaults', 'main.yml'))
+    variables.update(load('nvidia_container_toolkit', 'vars', 'main.yml'))
+    paths = {path: {'path': path, 'exists': True, 'type': 'directory' if text is None else 'file', 'text': text}
+             for path, text in (files or {}).items()}
+    variables.update(trusted(dict({'nvidia_container_toolkit_profile': profile,
+                                   'nvidia_container_toolkit_engines': list(engines),
+                                   'nvidia_container_toolkit_probe': {'paths': paths, 'commands': {}}}, **more)))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    plan = templar.template(trust_as_template('{{ __nvidia_container_toolkit_runtime_plan }}'))
+    templar.available_variables = dict(variables, **trusted({'nvidia_container_toolkit_runtime_plan': plan}))
+    return plan, templar.template(trust_as_template('{{ __nvidia_container_toolkit_settings }}'))
+
+
+def test_the_default_profile_writes_the_toolkits_own_defaults():
+    plan, settings = runtime_plan()
+    assert plan['containerd']['cdi'] is None and plan['containerd']['options'] == {}
+    assert settings['accept-nvidia-visible-devices-as-volume-mounts'] is False
+    assert settings['accept-nvidia-visible-devices-envvar-when-unprivileged'] is True
+
+
+def test_the_kubernetes_profile_hardens_config_toml_and_a_variable_still_wins():
+    plan, settings = runtime_plan('kubernetes')
+    assert plan['containerd'] == dict(plan['containerd'], options={'SystemdCgroup': True}, cdi=True,
+                                      restart_topic='accel_nodes_restart_containerd')
+    assert settings['accept-nvidia-visible-devices-as-volume-mounts'] is True
+    assert settings['accept-nvidia-visible-devices-envvar-when-unprivileged'] is False
+    dummy, settings = runtime_plan('kubernetes', nvidia_container_toolkit_accept_visible_devices_envvar_when_unprivileged=True)
+    assert settings['accept-nvidia-visible-devices-envvar-when-unprivileged'] is True
+
+
+def test_a_k3s_node_without_imports_is_refused_through_the_role():
+    text = (Path(__file__).parents[2] / 'fixtures' / 'containerd-owners' / 'k3s' / 'config.toml').read_text()
+    plan, dummy = runtime_plan('kubernetes', files={K3S: None, K3S + '/config.toml': text})
+    assert plan['owner'] == 'k3s' and len(plan['errors']) == 1
+    plan, dummy = runtime_plan('kubernetes', engines=['docker'], files={K3S: None, K3S + '/config.toml': text})
+    assert plan['errors'] == []
