@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the node root for the real-GPU tier (tests/hardware/README.md): a Debian
-# root with systemd, Debian's docker.io and the Python that ansible-core needs,
+# root with systemd, Debian's docker.io, the Python that ansible-core needs and the
+# gRPC modules of kubelet_stub.py,
 # packed as zstd tar parts small enough for the GPU machine's transfer limit.
 #   tests/hardware/node-root.sh OUTDIR [PART_MIB] [NODE]
 # NODE is bookworm (Debian 12, docker.io 20.10; the default) or forky-engines:
@@ -29,6 +30,12 @@ trap 'rm -rf "$root"' EXIT
 debootstrap --variant=minbase \
   --include=systemd,systemd-sysv,dbus,python3,python3-apt,python3-yaml,python3-jinja2,python3-cryptography,python3-cffi-backend,python3-packaging,python3-resolvelib,python3-requests,kmod,procps,iproute2,ca-certificates,gnupg${engines:+,$engines} \
   "$suite" "$root" "$mirror" >&2
+# python3-grpcio, python3-grpc-tools and python3-protobuf: kubelet_stub.py, the stand-in
+# for kubelet's device manager in allocate.sh (issue 26). Through apt in the root, not
+# debootstrap's --include, whose configure pass fails on python3-grpcio.
+extra=(python3-grpcio python3-grpc-tools python3-protobuf)
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod 0755 "$root/usr/sbin/policy-rc.d"
 if [ "$node" = forky-engines ]; then
   # The engines from forky, the rest from trixie; forky's index, as this rig's
   # archive serves it, is past its Valid-Until (tests/rig/node-image.sh).
@@ -38,14 +45,14 @@ if [ "$node" = forky-engines ]; then
   printf '%s\n' 'Package: *' 'Pin: release n=forky' 'Pin-Priority: 100' '' \
     'Package: docker.io docker-cli containerd runc tini' 'Pin: release n=forky' 'Pin-Priority: 990' \
     >"$root/etc/apt/preferences.d/accel-node-forky-engines"
-  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod 0755 "$root/usr/sbin/policy-rc.d"
-  chroot "$root" apt-get update -qq >&2
   # docker.io only recommends docker-cli, the docker command, from Debian 13 on.
-  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends docker.io docker-cli >&2
-  rm -f "$root/usr/sbin/policy-rc.d"
-  : >"$root/etc/resolv.conf"
+  extra+=(docker.io docker-cli)
 fi
+chroot "$root" apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends "${extra[@]}" >&2
+chroot "$root" python3 -c 'import grpc, grpc_tools, google.protobuf' >&2
+rm -f "$root/usr/sbin/policy-rc.d"
+: >"$root/etc/resolv.conf"
 chroot "$root" dpkg-query -W docker.io containerd runc systemd python3 >"$root/etc/accel-hw-node" 2>/dev/null || :
 cat "$root/etc/accel-hw-node" >&2
 

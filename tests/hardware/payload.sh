@@ -6,7 +6,14 @@
 # Toolkit debs built from source (tests/rig/toolkit-debs.sh), both versions the
 # rig builds (debs/<version>/), the runc of Debian 12 (for the daemon-reload trap,
 # trap.sh), and two small validation images, with and without an ld cache.
+# Beside it, k8s.tar.zst (issue 26): crictl 1.36.0 (tests/rig/crictl.sh), for the
+# validation's CRI layer, and NVIDIA's device plugin v0.20.0 with the device-plugin
+# api.proto (tests/rig/device-plugin.sh), for allocate.sh; run.sh unpacks it into
+# /opt/accel-nodes (bin/crictl, device-plugin/). An archive of its own, so that
+# split.sh can send it in whichever call has room. ACCEL_HW_K8S=0 leaves it out.
 #   tests/hardware/payload.sh NODE_ROOT_PARTS_DIR OUTDIR
+# The rig scripts' sources: ACCEL_TOOLKIT_SRC where set, else ../shared/vendor-src
+# beside the checkout where it is there (device-plugin.sh builds from no other).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 parts=$(realpath "$1") out=$(realpath -m "$2")
@@ -60,4 +67,18 @@ tar -C "$img" --numeric-owner -c . >"$work/payload/image.tar"
 
 tar -C "$work/payload" -c . | zstd -q -19 -T0 >"$out/payload.tar.zst"
 du -sh "$out/payload.tar.zst" >&2
+
+if [ "${ACCEL_HW_K8S:-1}" = 1 ]; then
+  vendor_src=$(realpath -m "$top/../shared/vendor-src")
+  [ -n "${ACCEL_TOOLKIT_SRC:-}" ] || [ ! -d "$vendor_src" ] || export ACCEL_TOOLKIT_SRC=$vendor_src
+  crictl=$("$top/tests/rig/crictl.sh")
+  plugin=$("$top/tests/rig/device-plugin.sh")
+  (cd "$crictl" && sha256sum -c --quiet SHA256SUMS) && (cd "$plugin" && sha256sum -c --quiet SHA256SUMS)
+  mkdir -p "$work/k8s/bin" "$work/k8s/device-plugin"
+  install -m 0755 "$crictl/crictl" "$work/k8s/bin/crictl"
+  install -m 0755 "$plugin/nvidia-device-plugin" "$work/k8s/device-plugin/nvidia-device-plugin"
+  install -m 0644 "$plugin/api.proto" "$work/k8s/device-plugin/api.proto"
+  tar -C "$work/k8s" --numeric-owner --owner=0 --group=0 -c . | zstd -q -19 -T0 >"$out/k8s.tar.zst"
+  du -sh "$out/k8s.tar.zst" >&2
+fi
 echo "$out"

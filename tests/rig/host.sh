@@ -8,6 +8,11 @@ for pair in dockerd:docker.io debootstrap:debootstrap apt-ftparchive:apt-utils g
     shellcheck:shellcheck git:git; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
+# Debian's gRPC for Python, which the real-GPU tier's kubelet stand-in uses on its
+# node (tests/hardware/kubelet_stub.py), so that its unit test runs with the same.
+for pkg in python3-grpcio python3-grpc-tools python3-pytest; do
+  dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   apt-get update -qq
