@@ -2,7 +2,8 @@
 # Run one Molecule scenario with the rig set up, on one of the rig's nodes:
 #   tests/rig/molecule.sh [--node NODE] SCENARIO [SUBCOMMAND [ARGS...]]   (default: test)
 # NODE is a node image of tests/rig/node-image.sh: bookworm (the default),
-# trixie or forky-engines; ARGS after -- go to ansible-playbook, for example
+# trixie or forky-engines, optionally with :host or :private, its cgroup
+# namespace (below); ARGS after -- go to ansible-playbook, for example
 #   tests/rig/molecule.sh nvidia_container_toolkit test -- -e nvidia_container_toolkit_version=1.17.8-1
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,12 +18,22 @@ shift
 [ $# -gt 0 ] || set -- test
 export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 export ANSIBLE_COLLECTIONS_PATH=$top/build/collections # never a copy installed by hand
-ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh "$node")
 ACCEL_REPOS_DIR=$(tests/doubles/build-repos.sh)
 # The forky-engines node runs systemd on a cgroup v2 hierarchy in a cgroup
-# namespace of its own (node-image.sh, .config/molecule/config.yml).
-ACCEL_NODE_CGROUPNS=host
-[ "$node" != forky-engines ] || ACCEL_NODE_CGROUPNS=private
+# namespace of its own (node-image.sh, .config/molecule/config.yml), unless
+# --node forky-engines:host puts it on the host's hierarchy like the others:
+# containerd's CRI gives every pod sandbox CPU shares, and the rig's cgroup v2
+# tree has no cpu controller (the host keeps it on its cgroup v1 hierarchy), so
+# pods need the host's (tests/rig/test-all.sh, extra_runs).
+# NODE:host or NODE:private says which.
+case $node in
+  *:*) ACCEL_NODE_CGROUPNS=${node#*:} node=${node%%:*} ;;
+  *)
+    ACCEL_NODE_CGROUPNS=host
+    [ "$node" != forky-engines ] || ACCEL_NODE_CGROUPNS=private
+    ;;
+esac
+ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh "$node")
 export ACCEL_NODE_IMAGE ACCEL_REPOS_DIR ACCEL_NODE_CGROUPNS
 tests/rig/collection-tree.sh
 exec molecule "$1" -s "$scenario" "${@:2}"

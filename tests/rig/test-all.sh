@@ -6,6 +6,14 @@
 # Molecule scenario, and the chroot bake. Prints a timing summary per stage at
 # the end.
 #   tests/rig/test-all.sh [stage ...]     (default: all stages)
+# When the stages include molecule, what it needs (tests/doubles/build-repos.sh,
+# which builds the build root and the toolkit packages, then the node images of
+# molecule and extra_runs) is built in the background from the first stage after
+# host on, while the Python stages keep the CPU busy: the prebuild. Its log goes
+# to build/prebuild.log and is printed when the first stage that needs it
+# (molecule, interrupt or chroot) waits for it; its wall time has its own line in
+# the summary. The scripts are cached and lock what they build, so a stage whose
+# prebuild failed builds again itself, and shows the error there.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -15,7 +23,8 @@ export PATH="$top/.venv/bin:$PATH" PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 # checkout, and keep their state in an ANSIBLE_HOME that this run creates. A
 # copy under ~/.ansible/collections (or any other default path) is never read.
 ansible_home=$(mktemp -d)
-trap 'rm -rf "$ansible_home"' EXIT
+prebuild_pid=
+trap 'rm -rf "$ansible_home"; [ -z "$prebuild_pid" ] || kill -- -"$prebuild_pid" 2>/dev/null' EXIT
 export ANSIBLE_HOME=$ansible_home ANSIBLE_COLLECTIONS_PATH=$top/build/collections
 tests/rig/collection-tree.sh
 
@@ -66,16 +75,25 @@ build() {
 # default pin, and these besides: the toolkit scenario with the older pin; site
 # on Debian 13 (docker.io 26.1, containerd 1.7) and on the node with the newest
 # engines (docker.io 28.5, containerd 2.1, runc 1.3, cgroup v2); and the
-# containerd scenario there, for containerd 2.x. "scenario node [ansible args]".
+# containerd scenario, with its pods through the CRI, on Debian 13 (containerd
+# 1.7) and on the newest engines (containerd 2.1), there on the host's cgroup
+# hierarchy: containerd gives every pod sandbox CPU shares, and the rig's
+# cgroup v2 tree has no cpu controller (tests/rig/molecule.sh).
+# "scenario node[:cgroupns] [ansible args]".
 extra_runs=(
   "nvidia_container_toolkit bookworm -e nvidia_container_toolkit_version=1.17.8-1"
   "site trixie"
   "site forky-engines"
-  "nvidia_container_toolkit_containerd forky-engines"
+  "nvidia_container_toolkit_containerd trixie"
+  "nvidia_container_toolkit_containerd forky-engines:host"
 )
 molecule_all() {
   local s run args
-  tests/rig/node-image.sh bookworm >/dev/null && tests/doubles/build-repos.sh >/dev/null || return 1
+  if ! { tests/rig/node-image.sh bookworm >/dev/null && tests/doubles/build-repos.sh >/dev/null; }; then
+    summary+=("$(printf '%-28s %5s   %s' "molecule (image, repos)" - "FAILED: no scenario ran")")
+    failed=$((failed + 1))
+    return 1
+  fi
   for s in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$s")")
     stage "molecule $s" tests/rig/molecule.sh "$s" test || true
@@ -95,9 +113,52 @@ interrupt() {
   ACCEL_NODE_IMAGE=$image ACCEL_REPOS_DIR=$repos tests/interrupt/run.sh
 }
 
+# The prebuild (see the top): in a session of its own, so that the EXIT trap can
+# stop all of it if this script ends before waiting for it; niced, so that the
+# stages beside it keep the CPU they need.
+prebuild_log=$top/build/prebuild.log
+prebuild_start() {
+  local nodes=(bookworm) run args
+  for run in "${extra_runs[@]}"; do
+    read -r -a args <<<"$run"
+    [[ " ${nodes[*]} " == *" ${args[1]%%:*} "* ]] || nodes+=("${args[1]%%:*}")
+  done
+  echo "prebuild: tests/doubles/build-repos.sh, node images ${nodes[*]}, in the background (log: $prebuild_log)"
+  prebuild_started=$(date +%s)
+  # shellcheck disable=SC2016 # the script's variables are its own
+  setsid nice -n 10 bash -c 'rc=0
+    tests/doubles/build-repos.sh || rc=$?
+    for node; do tests/rig/node-image.sh "$node" || rc=$?; done
+    echo "prebuild: done in $SECONDS s, rc $rc"
+    exit $rc' prebuild "${nodes[@]}" >"$prebuild_log" 2>&1 </dev/null &
+  prebuild_pid=$!
+}
+prebuild_wait() {
+  local rc secs
+  [ -n "$prebuild_pid" ] || return 0
+  printf '\n===== prebuild (background) =====\n'
+  wait "$prebuild_pid"
+  rc=$?
+  prebuild_pid=
+  cat "$prebuild_log"
+  secs=$(tail -n 1 "$prebuild_log" | sed -n 's/^prebuild: done in \([0-9]*\) s, rc [0-9]*$/\1/p')
+  [ -n "$secs" ] || secs=$(($(date +%s) - prebuild_started))
+  # Not counted as a stage: a stage that needs what failed here builds it again.
+  summary+=("$(printf '%-28s %5ss  %s' "prebuild (background)" "$secs" \
+    "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc $rc; the stages that need it build again)")")")
+}
+
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(host venv units units-2.18 lint sanity build molecule interrupt chroot)
+prebuild=0
+[[ " ${stages[*]} " == *" molecule "* ]] && prebuild=1
 for s in "${stages[@]}"; do
+  # The prebuild needs the host set up (Docker, debootstrap), not the venv.
+  if [ "$prebuild" = 1 ] && [ "$s" != host ]; then
+    prebuild=0
+    prebuild_start
+  fi
+  case $s in molecule | interrupt | chroot) prebuild_wait ;; esac
   case $s in
     host) stage host tests/rig/host.sh ;;
     venv) stage venv tests/rig/venv.sh .venv requirements/dev.txt ;;

@@ -1,23 +1,38 @@
 #!/bin/sh
 # TEST DOUBLE of nvidia-smi, as seen inside a container. Not the real tool.
 # The nvidia-container-cli double copies this script to /usr/bin/nvidia-smi in the
-# container, next to a file listing the GPUs the container asked for.
+# container, next to a file listing the GPUs the container asked for. In CDI mode
+# the Molecule scenarios' own CDI spec mounts it, with one file per device in
+# gpus.d/ (the spec's common edits mount the driver's line, each device its GPU's).
 # Emulates: `nvidia-smi`, `nvidia-smi -L`, and
 # `nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits]`.
 # Shell builtins only: the test image is busybox. See tests/doubles/README.md.
 data=/usr/share/nvidia-container-double/gpus
 
+records() { # the lines of the GPU list: one file, or one file per CDI device
+  if [ -r "$data" ]; then
+    while IFS= read -r line; do echo "$line"; done <"$data"
+  else
+    for f in "$data".d/*; do
+      [ -r "$f" ] || continue
+      while IFS= read -r line; do echo "$line"; done <"$f"
+    done
+  fi
+}
+list=$(records)
+
 driver=
 count=0
-if [ -r "$data" ]; then
-  while IFS='|' read -r a b c _; do
-    case $a in
-      driver) driver=$b cuda=$c ;;
-      nodriver) driver= ;;
-      *) count=$((count + 1)) ;;
-    esac
-  done <"$data"
-fi
+while IFS='|' read -r a b c _; do
+  case $a in
+    driver) driver=$b cuda=$c ;;
+    nodriver) driver= ;;
+    '') ;;
+    *) count=$((count + 1)) ;;
+  esac
+done <<EOF
+$list
+EOF
 if [ -z "$driver" ]; then
   echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
   exit 9
@@ -45,10 +60,15 @@ if [ "$count" -eq 0 ]; then
 fi
 
 gpu_lines() { # calls "$1 idx name uuid pci mem" per GPU
+  i=0
   while IFS='|' read -r idx name uuid pci mem; do
-    case $idx in driver | nodriver) continue ;; esac
-    "$1" "$idx" "$name" "$uuid" "$pci" "$mem"
-  done <"$data"
+    case $idx in driver | nodriver | '') continue ;; esac
+    # Numbered from 0 in the container, as the real tool numbers the GPUs it sees.
+    "$1" "$i" "$name" "$uuid" "$pci" "$mem"
+    i=$((i + 1))
+  done <<EOF
+$list
+EOF
 }
 
 list_one() { echo "GPU $1: $2 (UUID: $3)"; }
