@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Write a one-layer container image archive from a root file system directory, in
 the format of `docker save` (docker-archive: manifest.json, the image config and
 the layer tar), which `ctr images import` reads on every containerd the rig's
@@ -50,7 +50,7 @@ def layer(rootfs: str) -> bytes:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('rootfs')
     parser.add_argument('out')
     parser.add_argument('name', help='the image reference, for example docker.io/accel-test/busybox:1')

@@ -85,7 +85,8 @@ def test_the_pods_of_an_nvidia_node_on_containerd_2():
     cri = engine('2.1.9', {'nvidia': NVIDIA})
     cri['default_runtime'] = 'nvidia'
     plan = validation_cri_plan(FACTS, cri, 'docker.io/accel-test/busybox:1', toolkit_config='[nvidia-container-runtime]\nmode = "cdi"\n',
-                               toolkit_version='NVIDIA Container Toolkit CLI version 1.20.0', cdi_devices='nvidia.com/gpu=0\nnvidia.com/gpu=1\nnvidia.com/gpu=all')
+                               toolkit_version='NVIDIA Container Toolkit CLI version 1.20.0',
+                               cdi_devices='nvidia.com/gpu=0\nnvidia.com/gpu=1\nnvidia.com/gpu=all')
     assert plan['skip'] == ''
     visible, cdi = plan['cases']
     assert (visible['name'], visible['handler'], visible['env'], visible['requested'], visible['systemd_cgroup']) == (
