@@ -17,8 +17,8 @@ import typing as t
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import (
-    _case, runtime_mode, toolkit_mode, validation_container_checks)
-from ansible_collections.accel.nodes.plugins.module_utils._cri import parse_info, parse_version, release
+    _case, _release, runtime_mode, toolkit_mode, validation_container_checks)
+from ansible_collections.accel.nodes.plugins.module_utils._cri import parse_info, parse_version
 
 # CDI devices in a CRI container request (the CDIDevices field) came with
 # containerd 1.7 (containerd/containerd#8252; enable_cdi, #6654); the device
@@ -86,7 +86,7 @@ def _hardened(toolkit_config: str | None) -> bool:
 
 def _cdi_skip(cri: dict[str, t.Any], name: str, cdi_devices: list[str] | None) -> str:
     version = cri.get('version') or 'unknown'
-    found = release(version)
+    found = _release(version)
     if found is not None and found < _CRI_CDI_FROM:
         return 'CDI devices through the CRI need containerd 1.7 or later (found %s)' % version
     if cri.get('enable_cdi') is False:

@@ -32,7 +32,6 @@ import typing as t
 # resolved first ("failed to get sandbox image").
 NO_HANDLER = re.compile(r'no runtime for "([^"]*)" is configured')
 _VERSION_LINE = re.compile(r'^(\w+):\s*(.*?)\s*$', re.MULTILINE)
-_RELEASE = re.compile(r'(\d+)\.(\d+)')
 
 # Hints for what crictl said, in containerd's words, and what to do.
 HINTS = (
@@ -70,11 +69,6 @@ def crictl_error(text: t.Any) -> str:
             return found[-1]
     lines = [line for line in text.splitlines() if line.strip() and 'level=warning' not in line]
     return lines[-1].strip() if lines else text.strip()
-
-
-def release(text: t.Any) -> tuple[int, int] | None:
-    match = _RELEASE.search(str(text or ''))
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def parse_version(text: t.Any) -> dict[str, str]:
