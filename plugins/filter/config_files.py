@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""Whether accel.nodes.toml_settings, accel.nodes.container_runtime (engine docker) or
+"""Whether accel.nodes.toml_settings, accel.nodes.container_runtime (engine docker or containerd) or
 accel.nodes.dev_char_symlinks would leave the node as it is, judged on the controller from what
 accel.nodes.node_probe read and ran, with the modules' own code. Documented in toml_settings_in_place.yml,
-docker_runtime_in_place.yml, dev_char_dry_run.yml and dev_char_symlinks_in_place.yml next to this file."""
+docker_runtime_in_place.yml, containerd_runtime_in_place.yml, dev_char_dry_run.yml and
+dev_char_symlinks_in_place.yml next to this file."""
 
 from __future__ import annotations
 
 import json
+import os
 import typing as t
 
 from ansible.errors import AnsibleFilterError
@@ -17,7 +19,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.accel.nodes.plugins.module_utils import _dev_char
 from ansible_collections.accel.nodes.plugins.module_utils import _runtime_config as rc
 from ansible_collections.accel.nodes.plugins.module_utils._toml import SettingsError, TomlDocument, TomlError, \
-    apply_settings
+    apply_settings, loads
 
 
 def _text(seen: t.Any, name: str) -> t.Optional[str]:
@@ -82,6 +84,51 @@ def docker_runtime_in_place(seen: t.Any, name: str, path: t.Optional[str] = None
     return after == before
 
 
+def containerd_runtime_in_place(paths: t.Any, name: str, path: t.Optional[str] = None, options: t.Any = None,
+                                default: t.Optional[bool] = None, cdi: t.Optional[bool] = None, state: str = 'present',
+                                drop_in: str = rc.CONTAINERD_DROP_IN, main_path: str = rc.CONTAINERD_CONFIG) -> bool:
+    """True where accel.nodes.container_runtime (engine containerd) would leave the main config, the drop-in and
+    the runtime's old drop-in (conf.d/99-<name>.toml) as they are, and warn of nothing there. paths: node_probe's
+    paths, which must hold all three; False where one is missing or unread, and where the module would change,
+    fail or warn."""
+    if not isinstance(paths, dict):
+        raise AnsibleFilterError('containerd_runtime_in_place: needs the paths of accel.nodes.node_probe')
+    present = state == 'present'
+    legacy = os.path.join(os.path.dirname(drop_in), os.path.basename(rc.CONTAINERD_LEGACY_DROP_IN % name))
+    if any(p not in paths for p in (main_path, drop_in, legacy)):
+        return False
+    default = None if default is None else boolean(default, strict=False)
+    cdi = None if cdi is None else boolean(cdi, strict=False)
+    try:
+        main_before = _text(paths[main_path], 'containerd_runtime_in_place')
+        drop_in_before = _text(paths[drop_in], 'containerd_runtime_in_place')
+        legacy_text = None if legacy == drop_in else _text(paths[legacy], 'containerd_runtime_in_place')
+    except _Unknown:
+        return False
+    if drop_in_before is not None and rc.drop_in_runtimes(drop_in_before) is None:
+        return False  # not the module's file: it fails, and says why
+    try:
+        try:
+            main_doc = rc.parse_containerd_config(main_before, main_path)
+        except rc.ConfigError:
+            if present:
+                return False
+            main_doc = rc.parse_containerd_config(None, main_path)  # as the module does, with a warning
+        dummy, dummy, drop_in_after = rc.containerd_runtime_change(
+            main_doc, drop_in_before, _plain(name), _plain(path), _plain(dict(options or {})), default, cdi, present,
+            drop_in, main_path)
+        if present and legacy_text is not None:
+            owned = rc.drop_in_runtimes(legacy_text)
+            # The module removes its own old drop-in of this runtime, and nvidia-ctk's, or warns of what the
+            # latter holds (container_runtime.legacy_drop_ins).
+            if owned == [name] or (owned is None and rc.nvidia_ctk_drop_in_extras(
+                    loads(legacy_text), main_doc.as_dict(), name) is not None):
+                return False
+    except (rc.ConfigError, TomlError):
+        return False
+    return drop_in_after == drop_in_before and (not present or main_doc.text() == main_before)
+
+
 def dev_char_dry_run(ctk_path: str, dev_char_path: str = '/dev/char', create_all: t.Any = True) -> list[str]:
     """The argv of nvidia-ctk's dry run, as accel.nodes.dev_char_symlinks runs it, for node_probe's commands."""
     return _dev_char.dry_run_argv(str(ctk_path), str(dev_char_path), boolean(create_all, strict=False))
@@ -116,4 +163,5 @@ class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {'toml_settings_in_place': toml_settings_in_place, 'docker_runtime_in_place': docker_runtime_in_place,
+                'containerd_runtime_in_place': containerd_runtime_in_place,
                 'dev_char_dry_run': dev_char_dry_run, 'dev_char_symlinks_in_place': dev_char_symlinks_in_place}

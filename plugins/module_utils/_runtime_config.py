@@ -26,7 +26,7 @@ import json
 import os
 import re
 
-from ansible_collections.accel.nodes.plugins.module_utils._toml import TomlDocument, TomlError, dumps
+from ansible_collections.accel.nodes.plugins.module_utils._toml import TomlDocument, TomlError, dumps, loads
 
 DOCKER_CONFIG = '/etc/docker/daemon.json'
 CONTAINERD_CONFIG = '/etc/containerd/config.toml'
@@ -558,3 +558,28 @@ def render_drop_in(data, names, main_path=CONTAINERD_CONFIG):
         header.append("# registers is here, because containerd 1.x replaces a plugin's whole section")
         header.append('# with the one of each imported file.')
     return '\n'.join(header) + '\n' + dumps(data)
+
+
+def containerd_runtime_change(main_doc, drop_in_before, name, path=None, options=None, default=None, cdi=None,
+                              present=True, drop_in=CONTAINERD_DROP_IN, main_path=CONTAINERD_CONFIG):
+    """What accel.nodes.container_runtime (engine containerd) makes of containerd's files: (version, changes,
+    drop_in_after), drop_in_after None for no drop-in. main_doc (parse_containerd_config) is edited in place: its
+    text() is the main config after. Shared by the module and the controller's containerd_runtime_in_place filter.
+    Raises ConfigError or TomlError where the module fails."""
+    owned = drop_in_runtimes(drop_in_before)
+    current = loads(drop_in_before) if drop_in_before else None
+    if present:
+        version, changes = containerd_main(main_doc, drop_in, main_path)
+        entry = runtime_entry(path, options)
+    else:
+        version = (current or {}).get('version')
+        changes, entry = [], None
+    if not present and name not in (owned or ()):
+        return version, changes, drop_in_before  # nothing of this runtime's here: leave the file as it is
+    if version in CRI_RUNTIME_PLUGIN:
+        data, names = containerd_drop_in(version, name, entry, default, cdi, main_doc.as_dict(), current, owned or ())
+    else:
+        data, names = None, []
+    if data is current:
+        return version, changes, drop_in_before
+    return version, changes, render_drop_in(data, names, main_path) if data else None

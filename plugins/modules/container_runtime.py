@@ -311,24 +311,9 @@ def containerd(module):
                 raise
             module.warn(str(exc))  # removing a runtime does not need the main config
             main_doc = rc.parse_containerd_config(None, main_path)
-        current = loads(drop_in_before) if drop_in_before else None
-        if present:
-            version, changes = rc.containerd_main(main_doc, drop_in, main_path)
-            entry = rc.runtime_entry(p['path'], p['containerd_options'])
-        else:
-            version = (current or {}).get('version')
-            changes, entry = [], None
-        if not present and name not in (owned or ()):
-            data, names = current, owned  # nothing of this runtime's here: leave the file as it is
-        elif version in rc.CRI_RUNTIME_PLUGIN:
-            data, names = rc.containerd_drop_in(version, name, entry, p['default'], p['cdi'], main_doc.as_dict(),
-                                                current, owned or ())
-        else:
-            data, names = None, []
-        if data is current:
-            drop_in_after = drop_in_before
-        else:
-            drop_in_after = rc.render_drop_in(data, names, main_path) if data else None
+        version, changes, drop_in_after = rc.containerd_runtime_change(
+            main_doc, drop_in_before, name, p['path'], p['containerd_options'], p['default'], p['cdi'], present,
+            drop_in, main_path)
     except (rc.ConfigError, TomlError) as exc:
         module.fail_json(msg=str(exc), **result)
     if present:

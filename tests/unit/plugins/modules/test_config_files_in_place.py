@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
-"""toml_settings_in_place and docker_runtime_in_place must agree with the modules they stand in for: a role
+"""toml_settings_in_place, docker_runtime_in_place and containerd_runtime_in_place must agree with the modules they stand in for: a role
 skips toml_settings or container_runtime where the filter, fed by node_probe's description of the file, says
 that the module would change nothing. Each case runs the module in check mode beside the filter."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.accel.nodes.plugins.filter.config_files import docker_runtime_in_place, \
-    toml_settings_in_place
+from ansible_collections.accel.nodes.plugins.filter.config_files import containerd_runtime_in_place, \
+    docker_runtime_in_place, toml_settings_in_place
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 from ansible_collections.accel.nodes.plugins.module_utils._toml import TomlDocument, apply_settings
 from ansible_collections.accel.nodes.plugins.modules import container_runtime, toml_settings
@@ -85,6 +85,60 @@ def test_docker_runtime_in_place_agrees_with_the_module(module_in_tmp, tmp_path,
     assert in_place is (case == 'after the module' or (case == 'registered by hand' and not args)
                         or (case == 'missing' and args.get('state') == 'absent')
                         or (case == 'user file' and args.get('state') == 'absent'))
+
+
+# What nvidia-ctk runtime configure (1.20.0) writes for containerd 1.x: the module replaces it.
+NVIDIA_CTK_DROP_IN = (Path(__file__).parents[3] / 'fixtures' / 'containerd' / 'nvidia-ctk-1.20.0' / 'v2'
+                      / '99-nvidia.toml')
+CONTAINERD_ARGS = [dict(), dict(default=True), dict(cdi=True), dict(containerd_options={'SystemdCgroup': True}),
+                   dict(state='absent')]
+
+
+@pytest.mark.parametrize('args', CONTAINERD_ARGS)
+@pytest.mark.parametrize('main', ['containerd-1.6.20-debian12.toml', 'containerd.io-docker.toml',
+                                  'containerd-2.0-default.toml', None])
+@pytest.mark.parametrize('case', ['fresh', 'after the module', 'drop-in edited', "nvidia-ctk's drop-in",
+                                  'a drop-in of the user'])
+def test_containerd_runtime_in_place_agrees_with_the_module(module_in_tmp, tmp_path, args, main, case):
+    """The main configs as Debian's containerd, Docker's containerd.io and containerd 2.0 ship them, and none."""
+    run = module_in_tmp(container_runtime.main)
+    config, conf_d = tmp_path / 'config.toml', tmp_path / 'conf.d'
+    drop_in, legacy = conf_d / '99-accel-nodes.toml', conf_d / '99-nvidia.toml'
+    if main:
+        config.write_text((FIXTURES / main).read_text(encoding='utf-8'), encoding='utf-8')
+    module_args = dict(engine='containerd', name='nvidia', path=NVIDIA, config_path=str(drop_in),
+                       containerd_config=str(config), **args)
+    if case != 'fresh':
+        conf_d.mkdir()
+        run(**dict(module_args, state='present'))
+    if case == 'drop-in edited':
+        drop_in.write_text(drop_in.read_text().replace(NVIDIA, '/usr/local/bin/nvidia-container-runtime'))
+    elif case == "nvidia-ctk's drop-in":
+        legacy.write_text(NVIDIA_CTK_DROP_IN.read_text(encoding='utf-8'), encoding='utf-8')
+    elif case == 'a drop-in of the user':
+        drop_in.write_text('version = 2\n')
+    paths = dict((str(p), _node_probe.describe(str(p))) for p in (config, drop_in, legacy))
+    in_place = containerd_runtime_in_place(
+        paths, 'nvidia', NVIDIA, args.get('containerd_options'), args.get('default'), args.get('cdi'),
+        args.get('state', 'present'), str(drop_in), str(config))
+    result = run(_ansible_check_mode=True, **module_args)
+    if case == "nvidia-ctk's drop-in" and args.get('state') != 'absent':
+        # The module removes it, or leaves it and warns of what it holds: the role runs it each time, to warn.
+        assert result.get('changed') or result.get('vendor_drop_in', {}).get('extras'), result
+    else:
+        _agrees(result, in_place)
+    if args.get('state') == 'absent':
+        assert in_place is (case == 'fresh')
+    else:
+        assert in_place is (case == 'after the module')
+
+
+def test_containerd_files_the_probe_did_not_look_at_are_left_to_the_module(tmp_path):
+    """A drop-in elsewhere (k3s's import directory) that the role's probe did not read."""
+    config = tmp_path / 'config.toml'
+    config.write_text('version = 2\n')
+    assert containerd_runtime_in_place({str(config): _node_probe.describe(str(config))}, 'nvidia', NVIDIA,
+                                       main_path=str(config), drop_in=str(tmp_path / '99-accel-nodes.toml')) is False
 
 
 def test_a_file_the_probe_could_not_read_as_text_is_left_to_the_module():
