@@ -2,8 +2,9 @@
 # Copyright: accel.nodes contributors
 # Apache License 2.0 (see LICENSE)
 """The decisions of the Neuron roles, as filters: neuron_driver_plan, neuron_driver_packages,
-neuron_hook_package, neuron_runtime_chain and oci_add_hooks_check. Each is documented in
-the <name>.yml next to this file; the logic is in module_utils/_neuron_plan.py."""
+neuron_hook_package, neuron_runtime_chain, oci_add_hooks_check and neuron_containerd_owner. Each is
+documented in the <name>.yml next to this file; the logic is in module_utils/_neuron_plan.py and, for
+who owns containerd's config, module_utils/_containerd_owner.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import typing as t
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accel.nodes.plugins.module_utils import _containerd_owner as owners
 from ansible_collections.accel.nodes.plugins.module_utils import _neuron_plan
 
 
@@ -57,6 +59,18 @@ def oci_add_hooks_check(probe: t.Any, settings: t.Any) -> dict:
         raise AnsibleFilterError('oci_add_hooks_check: settings lack %s' % e) from e
 
 
+def neuron_containerd_owner(probe: t.Any, owner: str = 'auto', name: str = 'oci-neuron',
+                            path: str = '/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh') -> dict:
+    """{owner, error}: who writes containerd's config (auto: detected from node_probe's paths), and why the role
+    must not register the runtime in /etc/containerd there ('' where it may)."""
+    paths = _mapping(_mapping(probe, 'probe').get('paths'), 'the probe\'s paths')
+    if owner != 'auto' and owner not in owners.OWNERS:
+        raise AnsibleFilterError('neuron_containerd_owner: owner is auto or %s, not %r' % (', '.join(owners.OWNERS), owner))
+    found = owners.owner(paths) if owner == 'auto' else owner
+    return {'owner': found,
+            'error': owners.refusal(paths, found, str(name), str(path), 'neuron_container_runtime_engines')}
+
+
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
@@ -66,4 +80,5 @@ class FilterModule(object):
             'neuron_hook_package': neuron_hook_package,
             'neuron_runtime_chain': neuron_runtime_chain,
             'oci_add_hooks_check': oci_add_hooks_check,
+            'neuron_containerd_owner': neuron_containerd_owner,
         }

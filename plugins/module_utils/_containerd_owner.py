@@ -233,3 +233,37 @@ def target(paths: t.Mapping[str, t.Any], owner_name: str, drop_in: str, services
            runtime.get('path', '/usr/bin/nvidia-container-runtime'), units, owner_name, imports_dir, directory,
            RANCHER_TEMPLATES[version], imports_dir, units, imports_dir))
     return result
+
+
+def refusal(paths: t.Mapping[str, t.Any], owner_name: str, name: str, path: str, engines_variable: str) -> str:
+    """Why a role that writes only /etc/containerd (accel.nodes.neuron_container_runtime) must not register
+    runtime name on a node whose containerd config owner_name renders, and what to do instead; '' for plain
+    containerd. Unlike target() for the NVIDIA role, nothing here writes into a Rancher import directory."""
+    if owner_name == 'containerd':
+        return ''
+    if owner_name == 'eks':
+        main = parse_config(_info(paths, rc.CONTAINERD_CONFIG).get('text'))
+        version = (main or {}).get('version') if (main or {}).get('version') in rc.CRI_RUNTIME_PLUGIN else 2
+        marker = [m for m in EKS_MARKERS if _info(paths, m).get('exists')] or ['owner set to eks']
+        return ('This is an EKS node (%s): nodeadm renders %s from its own template at every boot, without imports, '
+                'so a drop-in would never be read and an edit would be lost at the next boot. Nothing was changed. '
+                'To register the %s runtime, put this in the NodeConfig of the node\'s user data, then remove '
+                'containerd from %s:\n%s'
+                % (' and '.join(marker), rc.CONTAINERD_CONFIG, name, engines_variable,
+                   nodeadm_snippet(version, name, path, {}, None)))
+    directory = RANCHER_DIRS[owner_name]
+    main_path = directory + '/config.toml'
+    main = parse_config(_info(paths, main_path).get('text'))
+    version = (main or {}).get('version') if (main or {}).get('version') in RANCHER_DROP_IN_DIRS else 3
+    found = rancher_drop_in(main, main_path, '99-%s.toml' % name) if main else None
+    where = ('a file in %s, which %s imports' % (os.path.dirname(found), main_path) if found else
+             '%s/%s, which %s renders from, with the line that includes its base template (k3s-io/k3s#7991)'
+             % (directory, RANCHER_TEMPLATES[version], owner_name))
+    return ('%s renders containerd\'s config (%s) at every start, so a drop-in in /etc/containerd would never be '
+            'read by the containerd it runs. Nothing was changed. Register the %s runtime in %s, with the entry\n%s\n'
+            'then restart %s and remove containerd from %s.'
+            % (owner_name, main_path, name, where,
+               '[plugins."%s".containerd.runtimes.%s]\n  runtime_type = "%s"\n  [plugins."%s".containerd.runtimes.%s.options]\n'
+               '    BinaryName = "%s"' % (rc.CRI_RUNTIME_PLUGIN[version], name, rc.RUNC_SHIM,
+                                          rc.CRI_RUNTIME_PLUGIN[version], name, path),
+               ' or '.join(RANCHER_SERVICES[owner_name]), engines_variable))

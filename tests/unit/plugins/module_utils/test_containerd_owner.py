@@ -167,3 +167,58 @@ def test_runc_systemd_cgroup_of_the_rendered_configs():
     assert owners.runc_systemd_cgroup(loads(fixture('k3s/config-v3-imports.synthetic.toml'))) is False
     assert owners.runc_systemd_cgroup(loads(NODEADM_V3)) is None  # nodeadm names its runtime nvidia, not runc
     assert owners.runc_systemd_cgroup(None) is None
+
+
+# The Neuron role registers oci-neuron only in /etc/containerd: everywhere else it refuses, before any change
+# (plugins/filter/neuron.py neuron_containerd_owner over owners.refusal).
+NEURON = ('oci-neuron', '/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh')
+
+
+def neuron_owner(paths, owner='auto'):
+    from ansible_collections.accel.nodes.plugins.filter.neuron import neuron_containerd_owner
+    return neuron_containerd_owner({'paths': paths}, owner, *NEURON)
+
+
+def test_neuron_registers_where_containerd_owns_its_config():
+    assert neuron_owner(described(**{'/etc/containerd/config.toml': fixture('../toml/containerd-1.6.20-debian12.toml')})) \
+        == {'owner': 'containerd', 'error': ''}
+    assert neuron_owner(described()) == {'owner': 'containerd', 'error': ''}
+
+
+@pytest.mark.parametrize('config, version', [(NODEADM_V2, 2), (NODEADM_V3, 3)])
+def test_neuron_on_eks_is_refused_with_a_nodeconfig_that_nodeadm_merges(config, version):
+    said = neuron_owner(described(**{'/usr/bin/nodeadm': '', '/etc/containerd/config.toml': config}))
+    assert said['owner'] == 'eks'
+    assert 'Nothing was changed' in said['error'] and 'neuron_container_runtime_engines' in said['error']
+    snippet = said['error'][said['error'].index('apiVersion: node.eks.aws/v1alpha1'):]
+    merged = loads('\n'.join(line[6:] for line in snippet.splitlines()[5:]))
+    plugin = owners.rc.CRI_RUNTIME_PLUGIN[version]
+    runtime = merged['plugins'][plugin]['containerd']['runtimes']['oci-neuron']
+    assert runtime == {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': NEURON[1]}}
+
+
+def test_neuron_on_k3s_is_refused_with_the_entry_and_where_it_is_read():
+    with_imports = neuron_owner(described(**{K3S: None, K3S + '/config.toml': fixture('k3s/config-v3-imports.synthetic.toml')}))
+    assert with_imports['owner'] == 'k3s'
+    assert 'a file in %s/config-v3.toml.d, which' % K3S in with_imports['error']
+    entry = with_imports['error'].split('with the entry\n', 1)[1].split('\nthen restart', 1)[0]
+    assert loads(entry)['plugins']['io.containerd.cri.v1.runtime']['containerd']['runtimes']['oci-neuron'][
+        'options'] == {'BinaryName': NEURON[1]}
+    without = neuron_owner(described(**{K3S: None, K3S + '/config.toml': fixture('k3s/config.toml')}))
+    assert '%s/config.toml.tmpl, which k3s renders from' % K3S in without['error']
+    assert 'restart k3s or k3s-agent' in without['error']
+
+
+def test_neuron_owner_can_be_named_and_must_be_known():
+    assert neuron_owner(described(**{'/etc/eks': None}), 'containerd') == {'owner': 'containerd', 'error': ''}
+    assert neuron_owner(described(), 'rke2')['error'].startswith('rke2 renders')
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match='owner is auto or'):
+        neuron_owner(described(), 'nodeadm')
+
+
+def test_the_neuron_role_probes_what_the_owner_needs():
+    import yaml
+    role_vars = yaml.safe_load((Path(__file__).parents[4] / 'roles' / 'neuron_container_runtime' / 'vars' / 'main.yml')
+                               .read_text())
+    assert role_vars['__neuron_container_runtime_owner_paths'] == owners.probe_paths()
