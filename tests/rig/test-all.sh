@@ -61,14 +61,24 @@ print(re.search(r"pip=.([0-9.]+).", inspect.getsource(r)).group(1))') &&
     (cd "$tree" && PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} ansible-test sanity --python 3.11 --requirements --color no 2>&1 | grep -v '^WARNING: Location')
   return "${PIPESTATUS[0]}"
 }
+# The collection as Galaxy would ship it, its docs, and what AWX needs: the
+# execution-environment metadata ansible-builder reads from the installed
+# collection (introspect), the EE definition of extras/awx turned into a build
+# context (create; building the image needs a registry), and the wrapper
+# playbooks, which must resolve the collection's playbooks.
 build() {
-  local dest listing
+  local dest listing deps
   dest=$(mktemp -d) &&
     ansible-galaxy collection build --force --output-path build/dist . &&
     ansible-galaxy collection install --offline --no-deps --force -p "$dest" build/dist/accel-nodes-*.tar.gz &&
     listing=$(ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes) &&
     echo "$listing" && grep -q '^accel\.nodes\.' <<<"$listing" &&
-    antsibull-changelog lint
+    antsibull-changelog lint &&
+    deps=$(ansible-builder introspect --sanitize "$dest") && echo "$deps" &&
+    grep -q "coreutils  # from collection accel.nodes" <<<"$deps" &&
+    (cd extras/awx && ansible-builder create -f execution-environment.yml --context "$dest/ee-context") &&
+    grep -q 'ansible-galaxy collection install .* -r requirements.yml' "$dest/ee-context/Dockerfile" &&
+    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-playbook --syntax-check -i localhost, extras/awx/site.yml extras/awx/validate.yml
 }
 # Which scenario runs on which node (README, "What was run where"): every
 # scenario on Debian 12 (docker.io 20.10, containerd 1.6) with the toolkit's
