@@ -73,6 +73,7 @@ build() {
     ansible-galaxy collection install --offline --no-deps --force -p "$dest" build/dist/accel-nodes-*.tar.gz &&
     listing=$(ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -l accel.nodes) &&
     echo "$listing" && grep -q '^accel\.nodes\.' <<<"$listing" &&
+    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-doc -t callback accel.nodes.fleet_report >/dev/null &&
     antsibull-changelog lint &&
     deps=$(ansible-builder introspect --sanitize "$dest") && echo "$deps" &&
     grep -q "coreutils  # from collection accel.nodes" <<<"$deps" &&

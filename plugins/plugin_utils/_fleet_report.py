@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+
+# Note that this plugin util is **PRIVATE** to the collection. It can have
+# breaking changes at any time. Do not use it from other collections or
+# standalone plugins!
+
+"""The fleet report: what the accel.nodes.fleet_report callback saw of each node in one ansible-playbook run,
+as one screen, JSON (tests/schemas/fleet-report.schema.json) and JUnit XML.
+
+A node's status, first match wins:
+- unreachable: Ansible could not reach it (the last such message is the reason);
+- needs_reboot: a driver role set nvidia_driver_reboot_required, and no later validation passed;
+- fail: its validation report says fail (the reasons are the failed checks), or a task failed on it;
+- pass: its validation report says pass;
+- not_validated: it ran without a validation report (check mode, accel_nodes_validate=false, or a play that
+  does not validate);
+- not_run: a play targeted it, but no task ran on it (the run stopped before its batch).
+"""
+
+from __future__ import annotations
+
+import json
+import typing as t
+from xml.etree import ElementTree
+
+SCHEMA_VERSION = 1
+STATUSES = ('unreachable', 'needs_reboot', 'fail', 'pass', 'not_validated', 'not_run')
+LAYERS = ('host', 'runtime', 'container', 'cri')
+
+
+def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
+    """One node of the report. seen: unreachable (message or None), failed ({task, msg} or None), validation
+    (the accel.nodes.accelerator_validation report, or None), reboot_required (bool), ran (bool: a task ran on
+    it; default true)."""
+    validation = seen.get('validation') if isinstance(seen.get('validation'), dict) else None
+    failed = seen.get('failed') or None
+    layers = dict((validation or {}).get('layers') or {})
+    reasons: list[dict[str, str]] = []
+    for check in (validation or {}).get('checks') or []:
+        if check.get('status') == 'fail':
+            reasons.append({'check': str(check.get('name')), 'layer': str(check.get('layer')),
+                            'detail': str(check.get('detail'))})
+    if seen.get('unreachable'):
+        status = 'unreachable'
+        reasons = [{'check': 'reach', 'layer': 'ansible', 'detail': str(seen['unreachable'])}]
+    elif seen.get('reboot_required') and (validation or {}).get('status') != 'pass':
+        status = 'needs_reboot'
+        reasons.append({'check': 'reboot', 'layer': 'host',
+                        'detail': 'a new driver is installed and the node has not been rebooted to load it'})
+    elif (validation or {}).get('status') == 'fail' or failed:
+        status = 'fail'
+    elif (validation or {}).get('status') == 'pass':
+        status = 'pass'
+    elif not seen.get('ran', True):
+        status = 'not_run'
+    else:
+        status = 'not_validated'
+    if failed and status != 'unreachable' and not reasons:
+        reasons.append({'check': 'task', 'layer': 'ansible',
+                        'detail': '%s: %s' % (failed.get('task'), failed.get('msg'))})
+    return {'host': host, 'status': status, 'layers': layers, 'reasons': reasons,
+            'vendors': list((validation or {}).get('vendors') or []),
+            'validated_at': (validation or {}).get('timestamp')}
+
+
+def build(seen: t.Mapping[str, t.Mapping[str, t.Any]], playbook: str, generated_at: str) -> dict[str, t.Any]:
+    """The report of every node in seen ({host: what the callback saw}), sorted by host."""
+    nodes = [node(host, seen[host]) for host in sorted(seen)]
+    counts = dict((status, sum(1 for n in nodes if n['status'] == status)) for status in STATUSES)
+    return {'schema_version': SCHEMA_VERSION, 'playbook': playbook, 'generated_at': generated_at,
+            'total': len(nodes), 'counts': counts, 'nodes': nodes}
+
+
+def text(report: t.Mapping[str, t.Any], width: int = 100) -> str:
+    """One screen: a line per node with each layer's status, then a line per reason."""
+    header = '%-28s %-13s %s' % ('NODE', 'STATUS', '  '.join('%-9s' % layer for layer in LAYERS))
+    lines = ['accel.nodes fleet report: %d node(s)' % report['total'],
+             '  ' + ', '.join('%d %s' % (report['counts'][s], s) for s in STATUSES if report['counts'][s]), header]
+    for n in report['nodes']:
+        lines.append('%-28s %-13s %s' % (n['host'][:28], n['status'],
+                                         '  '.join('%-9s' % n['layers'].get(layer, '-') for layer in LAYERS)))
+        for reason in n['reasons']:
+            line = '    %s/%s: %s' % (reason['layer'], reason['check'], ' '.join(reason['detail'].split()))
+            lines.append(line if len(line) <= width else line[:width - 3] + '...')
+    return '\n'.join(lines) + '\n'
+
+
+def to_json(report: t.Mapping[str, t.Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=True) + '\n'
+
+
+def junit(report: t.Mapping[str, t.Any]) -> str:
+    """JUnit XML: a testsuite per node, a testcase per layer (skipped, passed or failed with the failed checks'
+    details), and for an unreachable node or one waiting for a reboot a testcase that errors or fails."""
+    suites = ElementTree.Element('testsuites', name='accel.nodes fleet report (%s)' % report['playbook'])
+    total = failures = errors = skipped = 0
+    for n in report['nodes']:
+        suite = ElementTree.SubElement(suites, 'testsuite', name=n['host'])
+        cases: list[tuple[str, str, str]] = []  # (name, outcome, message)
+        if n['status'] == 'unreachable':
+            cases.append(('reach', 'error', n['reasons'][0]['detail']))
+        else:
+            for layer in LAYERS:
+                state = n['layers'].get(layer)
+                details = '; '.join(r['check'] + ': ' + r['detail'] for r in n['reasons'] if r['layer'] == layer
+                                    and r['check'] != 'reboot')
+                outcome = {'pass': 'pass', 'fail': 'failure'}.get(state, 'skipped')
+                cases.append((layer, outcome, details or ('not run' if state is None else str(state))))
+            extra = [r for r in n['reasons'] if r['layer'] == 'ansible' or r['check'] == 'reboot']
+            for reason in extra:
+                cases.append((reason['check'], 'failure', reason['detail']))
+            if n['status'] in ('not_validated', 'not_run'):
+                cases.append(('validation', 'skipped', 'the node ran without a validation report'
+                              if n['status'] == 'not_validated' else 'no task ran on the node'))
+        counts = {'failure': 0, 'error': 0, 'skipped': 0}
+        for name, outcome, message in cases:
+            case = ElementTree.SubElement(suite, 'testcase', name=name, classname='accel.nodes.%s' % n['host'])
+            if outcome != 'pass':
+                ElementTree.SubElement(case, outcome, message=message[:1000]).text = message
+                counts[outcome] += 1
+        suite.set('tests', str(len(cases)))
+        suite.set('failures', str(counts['failure']))
+        suite.set('errors', str(counts['error']))
+        suite.set('skipped', str(counts['skipped']))
+        total += len(cases)
+        failures += counts['failure']
+        errors += counts['error']
+        skipped += counts['skipped']
+    suites.set('tests', str(total))
+    suites.set('failures', str(failures))
+    suites.set('errors', str(errors))
+    suites.set('skipped', str(skipped))
+    return ElementTree.tostring(suites, encoding='unicode') + '\n'
