@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - At the end of an C(ansible-playbook) run, prints one screen with a line per node (its status and each validation
     layer's) and the reason for every failure, and writes the same as JSON and as JUnit XML where paths are set.
-  - It reads what the run itself returned - the C(accelerator_validation) fact of M(accel.nodes.accelerator_validation#role),
+  - It reads what the run itself returned - the C(accelerator_validation) fact of the C(accel.nodes.accelerator_validation) role,
     C(nvidia_driver_reboot_required), failed and unreachable hosts - so it also reports a run that stopped part-way (a
     failed batch under C(max_fail_percentage)), and lists the nodes that no task reached as C(not_run).
   - 'A node is V(unreachable), V(needs_reboot), V(fail) (a failed validation check or task), V(pass), V(not_validated)

@@ -119,10 +119,10 @@ def run_playbook(tmp_path, hosts):
                ACCEL_NODES_FLEET_REPORT_JUNIT=str(tmp_path / 'fleet.xml'),
                ANSIBLE_COLLECTIONS_PATH=os.environ.get('PYTHONPATH', ''), ANSIBLE_HOST_KEY_CHECKING='False',
                ANSIBLE_LOCAL_TEMP=str(tmp_path / 'tmp'), ANSIBLE_NOCOLOR='1')
+    reports = 'passing=%s failing=%s' % (HW / 'h100-2026-11-27-issue26' / 'validation.json',
+                                         HW / 'h100-2026-11-27-issue26-cgroup' / 'validation.json')
     done = subprocess.run([str(Path(sys.executable).parent / 'ansible-playbook'), '-i', str(inventory), str(playbook),
-                           '-e', 'passing=%s failing=%s' % (HW / 'h100-2026-11-27-issue26' / 'validation.json',
-                                                             HW / 'h100-2026-11-27-issue26-cgroup' / 'validation.json')],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                           '-e', reports], env=env, capture_output=True, text=True, timeout=300, check=False)
     report = json.loads((tmp_path / 'fleet.json').read_text())
     check_schema(report)
     ElementTree.parse(tmp_path / 'fleet.xml')
