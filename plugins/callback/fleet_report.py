@@ -57,14 +57,32 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._seen = {}
         self._playbook = ''
+        # The play now running (its uuid: under serial each batch starts a copy of it), the hosts it targets,
+        # and those a task ran on in it. A host's "ran" is judged by the last play that targeted it: site.yml's
+        # discovery play runs on every node, its rolling play only on the batches it reached.
+        self._play = None
+        self._targets = []
+        self._ran = set()
 
     def _host(self, name):
         return self._seen.setdefault(name, {'ran': False})
+
+    def _ran_on(self, name):
+        self._ran.add(name)
+        return self._host(name)
+
+    def _end_play(self):
+        for name in self._targets:
+            self._host(name)['ran'] = name in self._ran
 
     def v2_playbook_on_start(self, playbook):
         self._playbook = os.path.basename(getattr(playbook, '_file_name', '') or '')
 
     def v2_playbook_on_play_start(self, play):
+        uuid = getattr(play, '_uuid', None)
+        if uuid is None or uuid != self._play:
+            self._end_play()
+            self._play, self._targets, self._ran = uuid, [], set()
         # Every host the play targets, so that a batch the run never reached is listed too. Under serial the
         # inventory is restricted to the batch when this is called (PlaybookExecutor.run): look past that.
         try:
@@ -72,11 +90,13 @@ class CallbackModule(CallbackBase):
         except Exception:  # pylint: disable=broad-except
             return
         for host in hosts:
-            self._host(host.get_name())
+            name = host.get_name()
+            self._host(name)
+            if name not in self._targets:
+                self._targets.append(name)
 
     def v2_runner_on_ok(self, result):
-        seen = self._host(result._host.get_name())
-        seen['ran'] = True
+        seen = self._ran_on(result._host.get_name())
         facts = result._result.get('ansible_facts') or {}
         if isinstance(facts.get('accelerator_validation'), dict):
             seen['validation'] = facts['accelerator_validation']
@@ -84,20 +104,19 @@ class CallbackModule(CallbackBase):
             seen['reboot_required'] = str(facts['nvidia_driver_reboot_required']).lower() in ('true', '1', 'yes')
 
     def v2_runner_on_skipped(self, result):
-        self._host(result._host.get_name())['ran'] = True
+        self._ran_on(result._host.get_name())
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        seen = self._host(result._host.get_name())
-        seen['ran'] = True
+        seen = self._ran_on(result._host.get_name())
         if not ignore_errors:
             seen['failure'] = {'task': result._task.get_name(), 'msg': result._result.get('msg', '')}
 
     def v2_runner_on_unreachable(self, result):
-        seen = self._host(result._host.get_name())
-        seen['ran'] = True
+        seen = self._ran_on(result._host.get_name())
         seen['unreachable_msg'] = result._result.get('msg', 'unreachable')
 
     def v2_playbook_on_stats(self, stats):
+        self._end_play()
         for name, seen in self._seen.items():
             # Only what the run ended with: a rescued failure, or an unreachable the task ignored, is not counted.
             seen['failed'] = seen.get('failure') if stats.failures.get(name) else None
