@@ -117,11 +117,11 @@ def containerd_runtime_in_place(paths: t.Any, name: str, path: t.Optional[str] =
         dummy, dummy, drop_in_after = rc.containerd_runtime_change(
             main_doc, drop_in_before, _plain(name), _plain(path), _plain(dict(options or {})), default, cdi, present,
             drop_in, main_path)
-        if present and legacy_text is not None:
+        if legacy_text is not None:
             owned = rc.drop_in_runtimes(legacy_text)
-            # The module removes its own old drop-in of this runtime, and nvidia-ctk's, or warns of what the
-            # latter holds (container_runtime.legacy_drop_ins).
-            if owned == [name] or (owned is None and rc.nvidia_ctk_drop_in_extras(
+            # The module removes its own old drop-in of this runtime whatever the state, and in state present
+            # nvidia-ctk's, or warns of what the latter holds (container_runtime.legacy_drop_ins).
+            if owned == [name] or (present and owned is None and rc.nvidia_ctk_drop_in_extras(
                     loads(legacy_text), main_doc.as_dict(), name) is not None):
                 return False
     except (rc.ConfigError, TomlError):

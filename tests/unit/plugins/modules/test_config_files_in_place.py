@@ -98,7 +98,7 @@ CONTAINERD_ARGS = [dict(), dict(default=True), dict(cdi=True), dict(containerd_o
 @pytest.mark.parametrize('main', ['containerd-1.6.20-debian12.toml', 'containerd.io-docker.toml',
                                   'containerd-2.0-default.toml', None])
 @pytest.mark.parametrize('case', ['fresh', 'after the module', 'drop-in edited', "nvidia-ctk's drop-in",
-                                  'a drop-in of the user'])
+                                  'a drop-in of the user', 'its own old drop-in'])
 def test_containerd_runtime_in_place_agrees_with_the_module(module_in_tmp, tmp_path, args, main, case):
     """The main configs as Debian's containerd, Docker's containerd.io and containerd 2.0 ship them, and none."""
     run = module_in_tmp(container_runtime.main)
@@ -117,6 +117,9 @@ def test_containerd_runtime_in_place_agrees_with_the_module(module_in_tmp, tmp_p
         legacy.write_text(NVIDIA_CTK_DROP_IN.read_text(encoding='utf-8'), encoding='utf-8')
     elif case == 'a drop-in of the user':
         drop_in.write_text('version = 2\n')
+    elif case == 'its own old drop-in':
+        # The one-file-per-runtime layout of earlier releases: the module removes it in either state.
+        drop_in.rename(legacy)
     paths = dict((str(p), _node_probe.describe(str(p))) for p in (config, drop_in, legacy))
     in_place = containerd_runtime_in_place(
         paths, 'nvidia', NVIDIA, args.get('containerd_options'), args.get('default'), args.get('cdi'),
