@@ -254,8 +254,16 @@ def refusal(paths: t.Mapping[str, t.Any], owner_name: str, name: str, path: str,
     directory = RANCHER_DIRS[owner_name]
     main_path = directory + '/config.toml'
     main = parse_config(_info(paths, main_path).get('text'))
-    version = (main or {}).get('version') if (main or {}).get('version') in RANCHER_DROP_IN_DIRS else 3
-    found = rancher_drop_in(main, main_path, '99-%s.toml' % name) if main else None
+    units = ' or '.join(RANCHER_SERVICES[owner_name])
+    if main is None:
+        # Which template and plugin names apply depends on the config version it renders (as in target()).
+        return ('%s owns containerd\'s config here (%s exists), so a drop-in in /etc/containerd would never be read '
+                'by the containerd it runs. Nothing was changed. %s is missing or not valid TOML, so the role cannot '
+                'tell where %s reads a runtime: start %s once, so that it renders its config, and run the role again '
+                'for the entry and the file to put it in; then remove containerd from %s.'
+                % (owner_name, directory, main_path, owner_name, units, engines_variable))
+    version = main.get('version') if main.get('version') in RANCHER_DROP_IN_DIRS else 2
+    found = rancher_drop_in(main, main_path, '99-%s.toml' % name)
     where = ('a file in %s, which %s imports' % (os.path.dirname(found), main_path) if found else
              '%s/%s, which %s renders from, with the line that includes its base template (k3s-io/k3s#7991)'
              % (directory, RANCHER_TEMPLATES[version], owner_name))
@@ -266,4 +274,4 @@ def refusal(paths: t.Mapping[str, t.Any], owner_name: str, name: str, path: str,
                '[plugins."%s".containerd.runtimes.%s]\n  runtime_type = "%s"\n  [plugins."%s".containerd.runtimes.%s.options]\n'
                '    BinaryName = "%s"' % (rc.CRI_RUNTIME_PLUGIN[version], name, rc.RUNC_SHIM,
                                           rc.CRI_RUNTIME_PLUGIN[version], name, path),
-               ' or '.join(RANCHER_SERVICES[owner_name]), engines_variable))
+               units, engines_variable))
