@@ -156,8 +156,9 @@ def rancher_drop_in(config: t.Mapping[str, t.Any], main_path: str, name: str) ->
     return None
 
 
-def nodeadm_snippet(version: int, name: str, path: str, options: t.Mapping[str, t.Any], cdi: bool | None) -> str:
-    """The NodeConfig that makes nodeadm write the runtime and CDI into the config it renders at every boot."""
+def runtime_toml(version: int, name: str, path: str, options: t.Mapping[str, t.Any] | None = None,
+                 cdi: bool | None = None) -> list[str]:
+    """The lines of TOML that register runtime name behind the runc shim (and CDI) for config version."""
     plugin = rc.CRI_RUNTIME_PLUGIN[version if version in rc.CRI_RUNTIME_PLUGIN else 2]
     runtime = '[plugins."%s".containerd.runtimes.%s]' % (plugin, name)
     lines = []
@@ -165,10 +166,21 @@ def nodeadm_snippet(version: int, name: str, path: str, options: t.Mapping[str, 
         lines += ['[plugins."%s"]' % plugin, 'enable_cdi = true', '']
     lines += [runtime, 'runtime_type = "%s"' % rc.RUNC_SHIM, '', runtime[:-1] + '.options]',
               'BinaryName = "%s"' % path]
-    for key, value in options.items():
+    for key, value in (options or {}).items():
         lines.append('%s = %s' % (key, json.dumps(value)))
+    return lines
+
+
+def nodeadm_snippet(version: int, name: str, path: str, options: t.Mapping[str, t.Any], cdi: bool | None) -> str:
+    """The NodeConfig that makes nodeadm write the runtime and CDI into the config it renders at every boot."""
     return ('apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  containerd:\n    config: |\n'
-            + ''.join('      %s\n' % line if line else '\n' for line in lines))
+            + ''.join('      %s\n' % line if line else '\n' for line in runtime_toml(version, name, path, options, cdi)))
+
+
+def _eks_version(paths: t.Mapping[str, t.Any]) -> int:
+    """The config version nodeadm renders, by /etc/containerd/config.toml; 2 where it cannot tell."""
+    version = (parse_config(_info(paths, rc.CONTAINERD_CONFIG).get('text')) or {}).get('version')
+    return version if version in rc.CRI_RUNTIME_PLUGIN else 2
 
 
 def target(paths: t.Mapping[str, t.Any], owner_name: str, drop_in: str, services_stdout: str = '',
@@ -185,8 +197,7 @@ def target(paths: t.Mapping[str, t.Any], owner_name: str, drop_in: str, services
         result['version'] = (main or {}).get('version')
         return result
     if owner_name == 'eks':
-        main = parse_config(_info(paths, rc.CONTAINERD_CONFIG).get('text'))
-        version = (main or {}).get('version') if (main or {}).get('version') in rc.CRI_RUNTIME_PLUGIN else 2
+        version = _eks_version(paths)
         marker = [m for m in EKS_MARKERS if _info(paths, m).get('exists')]
         result.update(version=version, service=None, error=(
             'This is an EKS node (%s): nodeadm renders %s from its own template at every boot, without imports, so '
@@ -242,15 +253,13 @@ def refusal(paths: t.Mapping[str, t.Any], owner_name: str, name: str, path: str,
     if owner_name == 'containerd':
         return ''
     if owner_name == 'eks':
-        main = parse_config(_info(paths, rc.CONTAINERD_CONFIG).get('text'))
-        version = (main or {}).get('version') if (main or {}).get('version') in rc.CRI_RUNTIME_PLUGIN else 2
         marker = [m for m in EKS_MARKERS if _info(paths, m).get('exists')] or ['owner set to eks']
         return ('This is an EKS node (%s): nodeadm renders %s from its own template at every boot, without imports, '
                 'so a drop-in would never be read and an edit would be lost at the next boot. Nothing was changed. '
                 'To register the %s runtime, put this in the NodeConfig of the node\'s user data, then remove '
                 'containerd from %s:\n%s'
                 % (' and '.join(marker), rc.CONTAINERD_CONFIG, name, engines_variable,
-                   nodeadm_snippet(version, name, path, {}, None)))
+                   nodeadm_snippet(_eks_version(paths), name, path, {}, None)))
     directory = RANCHER_DIRS[owner_name]
     main_path = directory + '/config.toml'
     main = parse_config(_info(paths, main_path).get('text'))
@@ -270,8 +279,5 @@ def refusal(paths: t.Mapping[str, t.Any], owner_name: str, name: str, path: str,
     return ('%s renders containerd\'s config (%s) at every start, so a drop-in in /etc/containerd would never be '
             'read by the containerd it runs. Nothing was changed. Register the %s runtime in %s, with the entry\n%s\n'
             'then restart %s and remove containerd from %s.'
-            % (owner_name, main_path, name, where,
-               '[plugins."%s".containerd.runtimes.%s]\n  runtime_type = "%s"\n  [plugins."%s".containerd.runtimes.%s.options]\n'
-               '    BinaryName = "%s"' % (rc.CRI_RUNTIME_PLUGIN[version], name, rc.RUNC_SHIM,
-                                          rc.CRI_RUNTIME_PLUGIN[version], name, path),
-               units, engines_variable))
+            % (owner_name, main_path, name, where, '\n'.join(runtime_toml(version, name, path)), units,
+               engines_variable))
