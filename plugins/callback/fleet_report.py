@@ -18,6 +18,8 @@ description:
   - 'A node is V(unreachable), V(needs_reboot), V(fail) (a failed validation check or task), V(pass), V(not_validated)
     or V(not_run).'
   - Enable it with C(ANSIBLE_CALLBACKS_ENABLED=accel.nodes.fleet_report), or C(callbacks_enabled) in C(ansible.cfg).
+  - With O(fail_threshold) set, the report also sets the run's exit status, so that a pipeline can accept a fleet
+    where a few nodes failed and stop on one where many did.
 requirements:
   - enabled in configuration
 options:
@@ -37,12 +39,35 @@ options:
     ini:
       - section: accel_nodes_fleet_report
         key: junit_path
+  fail_threshold:
+    description:
+      - The share of the report's nodes, in percent from 0 to 100, that may end the run V(unreachable),
+        V(needs_reboot), V(fail) or V(not_run). V(not_validated) nodes count among the nodes, not as bad.
+      - Set, it replaces Ansible's exit status with the fleet report's verdict - 0 when the share of bad nodes is
+        at most O(fail_threshold), 2 (what C(ansible-playbook) returns for failed hosts) when it is more - after
+        the report is printed and written. The screen and the JSON's C(threshold) say the verdict.
+      - Unset, the exit status is Ansible's own.
+      - A value that is not a number from 0 to 100 stops the run before its first play, with exit status 5.
+      - With several playbooks on one command line, the last one's report sets the exit status. A run that
+        Ansible stops before its last playbook keeps Ansible's own, non-zero, exit status.
+      - Collection callbacks listed after this one in C(callbacks_enabled) do not get the end of the run (the
+        exit happens in this callback's turn), and the run warns about each. List this callback last.
+    type: float
+    env:
+      - name: ACCEL_NODES_FLEET_REPORT_FAIL_THRESHOLD
+    ini:
+      - section: accel_nodes_fleet_report
+        key: fail_threshold
 '''
 
 import datetime
 import os
 
+from ansible import constants as C
+from ansible import context
+from ansible.errors import AnsibleError
 from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import callback_loader
 
 from ansible_collections.accel.nodes.plugins.plugin_utils import _fleet_report
 
@@ -63,6 +88,22 @@ class CallbackModule(CallbackBase):
         self._play = None
         self._targets = []
         self._ran = set()
+        self._threshold = None
+        self._playbooks = 0
+
+    def set_options(self, task_keys=None, var_options=None, direct=None):
+        # Called while the run loads its callbacks, before the first play, inside PlaybookExecutor.run's
+        # try/finally. An exception here would only make Ansible skip this callback with a warning (TQM.load_callbacks
+        # catches Exception) and run without the threshold, so a bad threshold ends the run instead, with
+        # Ansible's status for bad options.
+        try:
+            super().set_options(task_keys=task_keys, var_options=var_options, direct=direct)
+            self._threshold = _fleet_report.fail_threshold(self.get_option('fail_threshold'))
+        except (AnsibleError, ValueError) as exc:
+            self._display.error('accel.nodes.fleet_report: %s. Set ACCEL_NODES_FLEET_REPORT_FAIL_THRESHOLD or '
+                                '[accel_nodes_fleet_report] fail_threshold to a number from 0 to 100, or unset it. '
+                                'No play was run.' % str(exc).rstrip('.'))
+            raise SystemExit(5) from exc
 
     def _host(self, name):
         return self._seen.setdefault(name, {'ran': False})
@@ -76,6 +117,7 @@ class CallbackModule(CallbackBase):
             self._host(name)['ran'] = name in self._ran
 
     def v2_playbook_on_start(self, playbook):
+        self._playbooks += 1
         self._playbook = os.path.basename(getattr(playbook, '_file_name', '') or '')
 
     def v2_playbook_on_play_start(self, play):
@@ -121,8 +163,13 @@ class CallbackModule(CallbackBase):
             # Only what the run ended with: a rescued failure, or an unreachable the task ignored, is not counted.
             seen['failed'] = seen.get('failure') if stats.failures.get(name) else None
             seen['unreachable'] = seen.get('unreachable_msg') if stats.dark.get(name) else None
+        # ansible-playbook sends this once per playbook on its command line (ansible, once): only the last sets the
+        # exit status, or the playbooks after it would not run.
+        playbooks = context.CLIARGS.get('args')
+        last = not isinstance(playbooks, (list, tuple)) or self._playbooks >= len(playbooks)
         report = _fleet_report.build(self._seen, self._playbook,
-                                     datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'))
+                                     datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
+                                     self._threshold, last)
         self._display.banner('ACCEL.NODES FLEET REPORT')
         self._display.display(_fleet_report.text(report))
         for option, render in (('json_path', _fleet_report.to_json), ('junit_path', _fleet_report.junit)):
@@ -134,3 +181,28 @@ class CallbackModule(CallbackBase):
                     self._display.display('fleet report: %s' % path)
                 except OSError as exc:
                     self._display.warning('accel.nodes.fleet_report could not write %s: %s' % (path, exc))
+        if report['threshold'] and report['threshold']['exit_status'] is not None:
+            self._exit(report['threshold']['exit_status'])
+
+    def _exit(self, status):
+        """End ansible-playbook with this status. PlaybookExecutor.run sends v2_playbook_on_stats inside a
+        try/finally whose finally cleans up the task queue manager; TaskQueueManager.send_callback, which has just
+        given the stdout callback its PLAY RECAP, catches Exception (core 2.18: a warning; 2.19: the callback
+        dispatch error handler) but not SystemExit; and CLI.cli_executor catches AnsibleError, KeyboardInterrupt
+        and Exception before its own sys.exit. A SystemExit raised here therefore passes all three and is the
+        process's exit status. It also ends send_callback's loop: the callbacks after this one get no
+        v2_playbook_on_stats, so name them."""
+        enabled = list(C.CALLBACKS_ENABLED or [])
+        skipped = []
+        for name in enabled[enabled.index(self.CALLBACK_NAME) + 1:] if self.CALLBACK_NAME in enabled else []:
+            # Ansible loads its own callbacks, and those of callback_plugins directories, first; only collection
+            # callbacks follow the order of callbacks_enabled.
+            plugin = callback_loader.get(name, class_only=True)
+            if plugin and not plugin.ansible_name.startswith(('ansible.builtin.', 'ansible.legacy.')) and \
+                    getattr(plugin, 'CALLBACK_TYPE', '') != 'stdout':
+                skipped.append(plugin.ansible_name)
+        if skipped:
+            self._display.warning('accel.nodes.fleet_report set the exit status with fail_threshold before %s got '
+                                  'the end of the run: list accel.nodes.fleet_report last in callbacks_enabled.'
+                                  % ', '.join(skipped))
+        raise SystemExit(status)

@@ -17,6 +17,11 @@ A node's status, first match wins:
 - not_validated: it ran without a validation report (check mode, accel_nodes_validate=false, or a play that
   does not validate);
 - not_run: a play targeted it, but no task ran on it (the run stopped before its batch).
+
+With a fail threshold (a percentage), the report also gives the run's verdict: the share of nodes that are
+unreachable, needs_reboot, fail or not_run, and exit status 0 when that share is at most the threshold, else 2
+(what ansible-playbook returns for failed hosts). not_validated is not bad: check mode and validate=false runs
+end there.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from xml.etree import ElementTree
 SCHEMA_VERSION = 1
 STATUSES = ('unreachable', 'needs_reboot', 'fail', 'pass', 'not_validated', 'not_run')
 LAYERS = ('host', 'runtime', 'container', 'cri')
+BAD = ('unreachable', 'needs_reboot', 'fail', 'not_run')
+EXIT_OVER_THRESHOLD = 2
 
 
 def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
@@ -65,12 +72,45 @@ def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
             'validated_at': (validation or {}).get('timestamp')}
 
 
-def build(seen: t.Mapping[str, t.Mapping[str, t.Any]], playbook: str, generated_at: str) -> dict[str, t.Any]:
-    """The report of every node in seen ({host: what the callback saw}), sorted by host."""
+def fail_threshold(value: t.Any) -> float | None:
+    """The fail_threshold option as a percentage, None when unset. ValueError, saying what is wanted, otherwise."""
+    if value is None:
+        return None
+    try:
+        percentage = float(value)
+    except (TypeError, ValueError):
+        percentage = None
+    # NaN fails both comparisons, so it is refused too.
+    if isinstance(value, bool) or percentage is None or not 0 <= percentage <= 100:
+        raise ValueError('fail_threshold is a percentage of nodes, from 0 to 100, not %r' % (value,))
+    return percentage
+
+
+def verdict(nodes: t.Sequence[t.Mapping[str, t.Any]], percentage: float | None,
+            decided: bool = True) -> dict[str, t.Any] | None:
+    """The threshold's verdict on these nodes, None without a threshold. decided: false when a later report of the
+    same run decides the exit status (exit_status is then null)."""
+    if percentage is None:
+        return None
+    bad = sum(1 for n in nodes if n['status'] in BAD)
+    # Not rounded, so that the JSON's bad_percentage and fail_percentage compare as the exit status did.
+    share = 100.0 * bad / len(nodes) if nodes else 0.0
+    return {'fail_percentage': percentage, 'bad': bad, 'nodes': len(nodes), 'bad_percentage': share,
+            'exit_status': (EXIT_OVER_THRESHOLD if share > percentage else 0) if decided else None}
+
+
+def build(seen: t.Mapping[str, t.Mapping[str, t.Any]], playbook: str, generated_at: str,
+          threshold: float | None = None, decided: bool = True) -> dict[str, t.Any]:
+    """The report of every node in seen ({host: what the callback saw}), sorted by host, with the verdict of
+    threshold (see verdict)."""
     nodes = [node(host, seen[host]) for host in sorted(seen)]
     counts = dict((status, sum(1 for n in nodes if n['status'] == status)) for status in STATUSES)
     return {'schema_version': SCHEMA_VERSION, 'playbook': playbook, 'generated_at': generated_at,
-            'total': len(nodes), 'counts': counts, 'nodes': nodes}
+            'total': len(nodes), 'counts': counts, 'nodes': nodes, 'threshold': verdict(nodes, threshold, decided)}
+
+
+def _percent(value: float) -> str:
+    return ('%.2f' % value).rstrip('0').rstrip('.') + '%'
 
 
 def text(report: t.Mapping[str, t.Any], width: int = 100) -> str:
@@ -84,6 +124,16 @@ def text(report: t.Mapping[str, t.Any], width: int = 100) -> str:
         for reason in n['reasons']:
             line = '    %s/%s: %s' % (reason['layer'], reason['check'], ' '.join(reason['detail'].split()))
             lines.append(line if len(line) <= width else line[:width - 3] + '...')
+    threshold = report.get('threshold')
+    if threshold:
+        lines.append('fail_threshold %s: %d of %d node(s) (%s) are %s or %s' % (
+            _percent(threshold['fail_percentage']), threshold['bad'], threshold['nodes'],
+            _percent(threshold['bad_percentage']), ', '.join(BAD[:-1]), BAD[-1]))
+        if threshold['exit_status'] is None:
+            lines.append("  the last playbook's report sets the exit status, if Ansible runs it")
+        else:
+            over = 'over' if threshold['exit_status'] else 'within'
+            lines.append('  %s the threshold: exit status %d' % (over, threshold['exit_status']))
     return '\n'.join(lines) + '\n'
 
 
