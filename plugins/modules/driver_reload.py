@@ -54,6 +54,13 @@ options:
     description: Environment for C(nvidia-smi) (its C(PATH), for a driver installed outside it).
     type: dict
     default: {}
+  in_container:
+    description:
+      - Reload even where the module runs in a container (C(/.dockerenv), C(/run/.containerenv), or C(container=)
+        in the environment of PID 1). A container shares the host's kernel, so by default the module changes
+        nothing there and says so. V(true) is for test nodes whose C(modprobe) is a double.
+    type: bool
+    default: false
 notes:
   - Run it on the host, never in a container that shares the host's kernel with other work.
 seealso:
@@ -119,6 +126,18 @@ SYS_MODULE = '/sys/module'
 PROC_MODULES = '/proc/modules'
 
 
+def in_a_container():
+    """Whether this runs in a container: Docker's /.dockerenv, Podman's /run/.containerenv,
+    or the container= variable that systemd-nspawn, LXC and the like set for PID 1."""
+    if os.path.exists('/.dockerenv') or os.path.exists('/run/.containerenv'):
+        return True
+    try:
+        with open('/proc/1/environ', 'rb') as handle:
+            return any(v.startswith(b'container=') for v in handle.read().split(b'\0'))
+    except OSError:
+        return False
+
+
 def module_version(name):
     try:
         with open(os.path.join(SYS_MODULE, name, 'version')) as handle:
@@ -141,7 +160,7 @@ class Reload:
     def loaded_version(self):
         if self.vendor == 'neuron':
             return module_version('neuron')
-        smi = self.module.get_bin_path('nvidia-smi', opt_dirs=['/usr/bin'])
+        smi = self.module.get_bin_path('nvidia-smi')
         if not smi:
             return module_version('nvidia')
         rc, out, err = self.run([smi, '--query-gpu=driver_version', '--format=csv,noheader'],
@@ -167,8 +186,8 @@ class Reload:
                 self.module.warn('systemctl %s %s: %s' % (verb, ' '.join(units), (err or out).strip()))
 
     def modprobe(self, *args):
-        rc, out, err = self.run([self.module.get_bin_path('modprobe', required=True, opt_dirs=['/sbin', '/usr/sbin'])]
-                                + list(args))
+        # PATH first (get_bin_path adds /sbin and /usr/sbin after it).
+        rc, out, err = self.run([self.module.get_bin_path('modprobe', required=True)] + list(args))
         return rc, (err or out).strip()
 
     def reload(self):
@@ -219,6 +238,7 @@ def main():
             vendor=dict(type='str', required=True, choices=['nvidia', 'neuron']),
             version=dict(type='str', required=True),
             environment=dict(type='dict', default={}),
+            in_container=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -226,6 +246,9 @@ def main():
     if module_version(_holders.CORE[job.vendor]) == job.version:
         job.result.update(reloaded=True, reason='%s %s is loaded already' % (job.vendor, job.version),
                           loaded_version=job.version)
+    elif in_a_container() and not module.params['in_container']:
+        job.result['reason'] = ('this runs in a container, whose kernel is the host\'s: the driver is loaded on the host, '
+                                'by a reboot or a reload there')
     elif module.check_mode:
         loaded = _holders.loaded_modules(job.vendor, SYS_MODULE, PROC_MODULES)
         job.result.update(changed=True, before=loaded, reason='check mode: would reload (%s)' % (

@@ -23,6 +23,7 @@ class FakeKernel:
         self.calls = []
         self.refuse_remove = set()
         self.refuse_load = set()
+        self.container = False
         self.write()
 
     def write(self):
@@ -80,6 +81,7 @@ def kernel(tmp_path, monkeypatch):
         monkeypatch.setattr(driver_reload, 'PROC_MODULES', str(tmp_path / 'proc_modules'))
         monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, argv, **kwa: k(argv, **kwa))
         monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **kwa: '/usr/bin/' + name)
+        monkeypatch.setattr(driver_reload, 'in_a_container', lambda: k.container)
         return k
     return make
 
@@ -142,3 +144,12 @@ def test_loaded_already_and_check_mode_change_nothing(kernel, run_module):
     result = run(run_module, _ansible_check_mode=True)
     assert result['changed'] and not result['reloaded']
     assert [c for c in k.calls if c[0] in ('modprobe', 'systemctl')] == []
+
+
+def test_in_a_container_nothing_is_touched_unless_asked(kernel, run_module):
+    k = kernel({'nvidia': 0})
+    k.container = True
+    result = run(run_module)
+    assert not result['reloaded'] and result['reason'].startswith('this runs in a container')
+    assert [c for c in k.calls if c[0] in ('modprobe', 'systemctl')] == []
+    assert run(run_module, in_container=True)['reloaded']
