@@ -32,7 +32,8 @@ def test_one_serial_play_holds_every_step_of_a_batch_in_order():
         elif 'block' in task and any('accel.nodes.accelerator_validation' in str(t) for t in task['block']):
             steps.append('validate')
     assert steps == ['{{ accel_nodes_pre_batch_tasks }}', 'tasks/provision-nvidia.yml', 'tasks/provision-neuron.yml',
-                     'meta: flush_handlers', 'reboot', 'validate', '{{ accel_nodes_post_batch_tasks }}']
+                     'meta: flush_handlers', 'reboot', 'validate', '{{ accel_nodes_post_batch_tasks }}',
+                     'tasks/batch-gate.yml']
     # The plays before it only discover: no role runs outside the rolling play.
     for other in plays:
         if other is not play:
