@@ -54,8 +54,10 @@ def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
         reasons = [{'check': 'reach', 'layer': 'ansible', 'detail': str(seen['unreachable'])}]
     elif seen.get('reboot_required') and (validation or {}).get('status') != 'pass':
         status = 'needs_reboot'
+        # site.yml fails such a node with why no reload could load the driver (issue 27): that is the reason.
         reasons.append({'check': 'reboot', 'layer': 'host',
-                        'detail': 'a new driver is installed and the node has not been rebooted to load it'})
+                        'detail': str(failed.get('msg')) if failed and failed.get('msg') else
+                        'a new driver is installed and the node has not been rebooted to load it'})
     elif (validation or {}).get('status') == 'fail' or failed:
         status = 'fail'
     elif (validation or {}).get('status') == 'pass':

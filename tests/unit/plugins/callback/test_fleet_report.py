@@ -294,3 +294,18 @@ def test_only_the_last_playbook_sets_the_exit_status_and_later_callbacks_are_nam
     assert done.returncode == 2, done.stdout + done.stderr
     assert 'callbacks_enabled' not in done.stderr
     assert (tmp_path / 'second').read_text().splitlines() == ['end of a playbook']
+
+
+def test_a_node_failed_for_its_pending_reboot_says_why_no_reload_could_load_the_driver():
+    # site.yml's "Stop a node that waits for a reboot" carries driver_reload's reason (molecule/fleet sees it).
+    msg = ('fleet-2 needs a reboot to load the new driver (after the reload the driver reports None, not 580.95.05: '
+           'Unable to determine the device handle for GPU00000000:00:1B.0: GPU is lost).')
+    report = _fleet_report.build({
+        'fleet-2': {'reboot_required': True, 'failed': {'task': 'Stop a node that waits for a reboot', 'msg': msg}},
+        'fleet-3': {'reboot_required': True},
+    }, 'site.yml', '2026-11-27T15:00:00Z')
+    check_schema(report)
+    reasons = dict((n['host'], [r['detail'] for r in n['reasons']]) for n in report['nodes'])
+    assert [n['status'] for n in report['nodes']] == ['needs_reboot', 'needs_reboot']
+    assert reasons == {'fleet-2': [msg],
+                       'fleet-3': ['a new driver is installed and the node has not been rebooted to load it']}
