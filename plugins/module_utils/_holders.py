@@ -29,6 +29,8 @@ import os
 import re
 import typing as t
 
+from ansible_collections.accel.nodes.plugins.module_utils._engine import parse_show
+
 # The device nodes each driver creates: /dev/nvidia0.., nvidiactl, nvidia-uvm,
 # nvidia-uvm-tools, nvidia-modeset and /dev/nvidia-caps/* (NVIDIA driver README,
 # "Installing the NVIDIA Driver: device files"); /dev/neuron0.. (aws-neuron-driver's
@@ -152,6 +154,21 @@ def docker_containers(vendor: str, api: t.Any) -> list[dict[str, t.Any]]:
             found.append({'engine': 'docker', 'id': inspect['Id'], 'name': str(inspect.get('Name', '')).lstrip('/'),
                           'image': (inspect.get('Config') or {}).get('Image', ''), 'why': reasons})
     return found
+
+
+def active_services(module: t.Any, vendor: str) -> list[dict[str, t.Any]]:
+    """The vendor's services (SERVICES) that are running, by one `systemctl show`: unit (its Id)
+    and pid (its main process). None without systemd."""
+    names = SERVICES[vendor]
+    systemctl = module.get_bin_path('systemctl')
+    if not names or not systemctl:
+        return []
+    rc, out, err = module.run_command([systemctl, 'show', '--property=Id,ActiveState,MainPID']
+                                      + ['%s.service' % n for n in names])
+    if rc != 0:
+        return []
+    return [{'unit': unit.get('Id', ''), 'pid': int(unit.get('MainPID') or 0)}
+            for unit in parse_show(out) if unit.get('ActiveState') in ('active', 'activating', 'reloading')]
 
 
 def loaded_modules(vendor: str, sys_module: str = '/sys/module',

@@ -122,24 +122,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _holders
 from ansible_collections.accel.nodes.plugins.module_utils._docker_api import DockerAPI
-from ansible_collections.accel.nodes.plugins.module_utils._engine import parse_show
-
-
-def services(module, vendor):
-    names = _holders.SERVICES[vendor]
-    systemctl = module.get_bin_path('systemctl')
-    if not names or not systemctl:
-        return []
-    rc, out, err = module.run_command([systemctl, 'show', '--property=Id,ActiveState,MainPID']
-                                      + ['%s.service' % n for n in names])
-    if rc != 0:
-        return []
-    return [{'name': unit.get('Id', '').replace('.service', ''), 'pid': int(unit.get('MainPID') or 0)}
-            for unit in parse_show(out) if unit.get('ActiveState') in ('active', 'activating', 'reloading')]
 
 
 def read(module, vendor, socket):
-    found_services = services(module, vendor)
+    found_services = [{'name': s['unit'].replace('.service', ''), 'pid': s['pid']}
+                      for s in _holders.active_services(module, vendor)]
     containers = []
     if os.path.exists(socket):
         try:

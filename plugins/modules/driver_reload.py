@@ -120,7 +120,6 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accel.nodes.plugins.module_utils import _holders
-from ansible_collections.accel.nodes.plugins.module_utils._engine import parse_show
 
 SYS_MODULE = '/sys/module'
 PROC_MODULES = '/proc/modules'
@@ -171,14 +170,6 @@ class Reload:
             return None
         return versions[0]
 
-    def active_services(self):
-        names = _holders.SERVICES[self.vendor]
-        systemctl = self.module.get_bin_path('systemctl')
-        if not names or not systemctl:
-            return []
-        rc, out, err = self.run([systemctl, 'show', '--property=Id,ActiveState'] + ['%s.service' % n for n in names])
-        return [u['Id'] for u in parse_show(out) if rc == 0 and u.get('ActiveState') in ('active', 'activating')]
-
     def systemctl(self, verb, units):
         if units:
             rc, out, err = self.run([self.module.get_bin_path('systemctl', required=True), verb] + units)
@@ -192,7 +183,7 @@ class Reload:
 
     def reload(self):
         r = self.result
-        services = self.active_services()
+        services = [s['unit'] for s in _holders.active_services(self.module, self.vendor)]
         r['services'] = services
         self.systemctl('stop', services)
         try:
