@@ -25,10 +25,12 @@ nvidia_modeset (one of its references) and goes first.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import typing as t
 
+from ansible_collections.accel.nodes.plugins.module_utils import _rootfs
 from ansible_collections.accel.nodes.plugins.module_utils._engine import parse_show
 
 # The device nodes each driver creates: /dev/nvidia0.., nvidiactl, nvidia-uvm,
@@ -59,19 +61,11 @@ USERS = {'nvidia': ('nvidia_modeset', 'nvidia_uvm', 'nvidia_peermem'), 'nvidia_m
 _CONTAINER_ID = re.compile(r'(?:docker-|/docker/|cri-containerd-|/containerd/|crio-)([0-9a-f]{64})')
 
 
-def _read(path: str) -> t.Optional[str]:
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8', 'replace')
-    except OSError:
-        return None
-
-
 def container_of(pid: int, proc: str = '/proc') -> t.Optional[str]:
     """The 64-hex id of the container a process runs in, from its cgroup path (Docker's
     docker-<id>.scope under the systemd driver, /docker/<id> under cgroupfs; containerd's
     and CRI-O's likewise), or None."""
-    text = _read(os.path.join(proc, str(pid), 'cgroup')) or ''
+    text = _rootfs.read_text('/', os.path.join(proc, str(pid), 'cgroup')) or ''
     match = _CONTAINER_ID.search(text)
     return match.group(1) if match else None
 
@@ -104,8 +98,8 @@ def device_processes(vendor: str, proc: str = '/proc', skip: t.Iterable[int] = (
                 devices.add(target)
         if not devices:
             continue
-        cmdline = (_read(os.path.join(proc, str(pid), 'cmdline')) or '').replace('\0', ' ').strip()
-        found.append({'pid': pid, 'comm': (_read(os.path.join(proc, str(pid), 'comm')) or '').strip(),
+        cmdline = (_rootfs.read_text('/', os.path.join(proc, str(pid), 'cmdline')) or '').replace('\0', ' ').strip()
+        found.append({'pid': pid, 'comm': (_rootfs.read_text('/', os.path.join(proc, str(pid), 'comm')) or '').strip(),
                       'cmdline': cmdline, 'devices': sorted(devices), 'container': container_of(pid, proc)})
     return found
 
@@ -139,7 +133,6 @@ def docker_containers(vendor: str, api: t.Any) -> list[dict[str, t.Any]]:
     """The running containers that use the vendor's devices, by the Engine API
     (GET /containers/json lists the running ones; each is inspected, as the list
     does not carry HostConfig.Runtime or DeviceRequests)."""
-    import json
     status, body = api.call('GET', '/containers/json')
     if status != 200:
         raise RuntimeError('GET /containers/json answered %s' % status)
@@ -178,13 +171,13 @@ def loaded_modules(vendor: str, sys_module: str = '/sys/module',
     prints '-' there when it cannot count (a kernel without module unloading, or a sandbox,
     as on the lent H100: tests/fixtures/hardware/h100-2026-11-27-issue27-holders/host.txt)."""
     listed = {}
-    for line in (_read(proc_modules) or '').splitlines():
+    for line in (_rootfs.read_text('/', proc_modules) or '').splitlines():
         fields = line.split()
         if len(fields) >= 3 and fields[0] in UNLOAD[vendor]:
             listed[fields[0]] = int(fields[2]) if fields[2].isdigit() else None
     loaded = {}
     for name in UNLOAD[vendor]:
-        text = _read(os.path.join(sys_module, name, 'refcnt'))
+        text = _rootfs.read_text('/', os.path.join(sys_module, name, 'refcnt'))
         if text is not None and text.strip().isdigit():
             loaded[name] = int(text.strip())
         elif name in listed:

@@ -119,7 +119,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accel.nodes.plugins.module_utils import _holders
+from ansible_collections.accel.nodes.plugins.module_utils import _holders, _rootfs
 
 SYS_MODULE = '/sys/module'
 PROC_MODULES = '/proc/modules'
@@ -138,11 +138,7 @@ def in_a_container():
 
 
 def module_version(name):
-    try:
-        with open(os.path.join(SYS_MODULE, name, 'version')) as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
+    return _rootfs.read_value('/', os.path.join(SYS_MODULE, name, 'version')) or None
 
 
 class Reload:
