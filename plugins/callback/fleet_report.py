@@ -13,7 +13,7 @@ description:
   - At the end of an C(ansible-playbook) run, prints one screen with a line per node (its status and each validation
     layer's) and the reason for every failure, and writes the same as JSON and as JUnit XML where paths are set.
   - It reads what the run itself returned - the C(accelerator_validation) fact of the C(accel.nodes.accelerator_validation) role,
-    C(nvidia_driver_reboot_required), failed and unreachable hosts - so it also reports a run that stopped part-way (a
+    C(nvidia_driver_reboot_required) and C(neuron_driver_reboot_required), failed and unreachable hosts - so it also reports a run that stopped part-way (a
     failed batch under C(max_fail_percentage)), and lists the nodes that no task reached as C(not_run).
   - 'A node is V(unreachable), V(needs_reboot), V(fail) (a failed validation check or task), V(pass), V(not_validated)
     or V(not_run).'
@@ -70,6 +70,9 @@ from ansible.plugins.callback import CallbackBase
 from ansible.plugins.loader import callback_loader
 
 from ansible_collections.accel.nodes.plugins.plugin_utils import _fleet_report
+
+# The facts in which the driver roles say that their new driver waits for a reboot.
+REBOOT_FACTS = ('nvidia_driver_reboot_required', 'neuron_driver_reboot_required')
 
 
 class CallbackModule(CallbackBase):
@@ -142,8 +145,12 @@ class CallbackModule(CallbackBase):
         facts = result._result.get('ansible_facts') or {}
         if isinstance(facts.get('accelerator_validation'), dict):
             seen['validation'] = facts['accelerator_validation']
-        if 'nvidia_driver_reboot_required' in facts:
-            seen['reboot_required'] = str(facts['nvidia_driver_reboot_required']).lower() in ('true', '1', 'yes')
+        # Each driver role's own fact, the last value of each: a node waits for a reboot while either says so.
+        waits = seen.setdefault('reboot_facts', {})
+        for fact in REBOOT_FACTS:
+            if fact in facts:
+                waits[fact] = str(facts[fact]).lower() in ('true', '1', 'yes')
+                seen['reboot_required'] = any(waits.values())
 
     def v2_runner_on_skipped(self, result):
         self._ran_on(result._host.get_name())

@@ -63,6 +63,12 @@ def pin_matches(installed: str, pin: str, glob: str) -> bool:
     return fnmatch.fnmatchcase(installed, pattern) or fnmatch.fnmatchcase(installed.rsplit('-', 1)[0], pattern)
 
 
+# The package that builds the neuron kernel module, and the one it replaced (AWS's Neuron setup guide:
+# "Update Neuron Driver", and "aws-neuron-dkms" in the legacy package list of neuron_driver_legacy_packages).
+DKMS_PACKAGE = 'aws-neuronx-dkms'
+LEGACY_DKMS_PACKAGE = 'aws-neuron-dkms'
+
+
 def driver_plan(accelerators: Optional[Mapping], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """The driver version and packages of neuron_driver, and why an Inf1 node refuses a driver."""
     type_ = instance_type(accelerators, settings.get('instance_type'))
@@ -80,7 +86,7 @@ def driver_plan(accelerators: Optional[Mapping], settings: Mapping[str, Any]) ->
                 "neuron_driver_inf1_dkms_version to '%s.*' (the default), or set "
                 "neuron_driver_inf1_allow_unsupported_driver=true if you know this driver works here."
                 % (type_ or 'Inferentia PCI devices 1d0f:7064-7067', pin, line, line))
-    packages = [{'name': 'aws-neuronx-dkms', 'version': pin},
+    packages = [{'name': DKMS_PACKAGE, 'version': pin},
                 {'name': 'aws-neuronx-tools', 'version': _str(settings['tools_version'])}]
     if _bool(settings.get('install_runtime_lib')):
         packages.append({'name': 'aws-neuronx-runtime-lib', 'version': _str(settings['runtime_lib_version'])})
@@ -122,6 +128,8 @@ def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], sett
         return [n for n in names if not selections_known or have[n].get('selection') != 'hold']
 
     headers_missing = [h for h in headers if not known or h not in have]
+    moving = [p['name'] for p in plan['packages']
+              if p['name'] in have and not pin_matches(_str(have[p['name']].get('version')), p['version'], glob)]
     hold_packages = unheld([p['name'] for p in plan['packages'] if p['name'] in have]) \
         if _bool(settings.get('hold_packages')) else []
     hold_kernel = unheld(kernel_packages) if _bool(settings.get('hold_kernel')) else []
@@ -132,8 +140,10 @@ def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], sett
         'headers': headers,
         'headers_missing': headers_missing,
         'install': not at_pin,
-        'moving': [p['name'] for p in plan['packages']
-                   if p['name'] in have and not pin_matches(_str(have[p['name']].get('version')), p['version'], glob)],
+        'moving': moving,
+        # The kernel module changes under what runs now: the installed driver package moves to another version, or
+        # the legacy one goes (issue 27: the role then looks for work on the devices and reloads the module).
+        'driver_moving': DKMS_PACKAGE in moving or (LEGACY_DKMS_PACKAGE in legacy and LEGACY_DKMS_PACKAGE in have),
         'kernel_packages': kernel_packages,
         'hold_packages': hold_packages,
         'hold_kernel': hold_kernel,

@@ -11,7 +11,7 @@ as one screen, JSON (tests/schemas/fleet-report.schema.json) and JUnit XML.
 
 A node's status, first match wins:
 - unreachable: Ansible could not reach it (the last such message is the reason);
-- needs_reboot: a driver role set nvidia_driver_reboot_required, and no later validation passed;
+- needs_reboot: a driver role set nvidia_driver_reboot_required or neuron_driver_reboot_required, and no later validation passed;
 - fail: its validation report says fail (the reasons are the failed checks), or a task failed on it;
 - pass: its validation report says pass;
 - not_validated: it ran without a validation report (check mode, accel_nodes_validate=false, or a play that

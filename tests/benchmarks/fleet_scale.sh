@@ -4,6 +4,8 @@
 # 1, 2, 4 and 8 nodes with SIMULATED hardware (the nodes of molecule/fleet: a
 # p3.2xlarge each, driver 570, Docker and the toolkit), with as many forks as
 # nodes. Medians of three runs each; the ratio is the full run over the floor.
+# Beside each full re-run: the controller's CPU seconds, the rest of the
+# machine's (the nodes), and how busy that kept the machine's cores.
 #   tests/benchmarks/fleet_scale.sh [SIZES...]   (default: 1 2 4 8)
 # The eight nodes come from a scenario generated from molecule/fleet with
 # eight platforms (molecule/fleet-scale, removed at the end), named scale-*.
@@ -53,28 +55,63 @@ cat >"$out/floor.yml" <<'EOF2'
   tasks: []
 EOF2
 
-# run LOG PLAYBOOK N: wall seconds of one run on the first N nodes, N forks.
+# run LOG PLAYBOOK N: one run on the first N nodes, N forks. Prints its wall
+# seconds, the CPU seconds of the controller (ansible-playbook and every process
+# it started and waited for: forks, docker exec clients) and the CPU seconds of
+# everything else on the machine meanwhile (/proc/stat: the nodes, their nested
+# Docker and containers, and the host's dockerd), as "wall controller rest".
 run() {
-  local log=$1 playbook=$2 n=$3 start end
-  start=$(date +%s.%N)
-  ansible-playbook -i "$out/molecule/inventory" --limit "$(seq -f 'scale-fleet-%g' 1 "$n" | paste -sd,)" \
-    --forks "$n" "$playbook" >"$out/$log" 2>&1 || { tail -30 "$out/$log" >&2; echo "failed: $out/$log" >&2; exit 1; }
-  end=$(date +%s.%N)
-  echo "$start $end" | awk '{printf "%.2f", $2 - $1}'
+  python3 - "$out/$1" "$2" "$3" "$out/molecule/inventory" <<'EOF2'
+import os
+import resource
+import subprocess
+import sys
+import time
+
+log, playbook, n, inventory = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+
+def busy():
+    with open('/proc/stat') as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    # user, nice, system, irq, softirq (steal and guest are in user already or are not ours)
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf('SC_CLK_TCK')
+
+
+hosts = ','.join('scale-fleet-%d' % i for i in range(1, n + 1))
+before, start = busy(), time.monotonic()
+with open(log, 'w') as out:
+    rc = subprocess.call(['ansible-playbook', '-i', inventory, '--limit', hosts, '--forks', str(n), playbook],
+                         stdout=out, stderr=subprocess.STDOUT)
+wall, total = time.monotonic() - start, busy() - before
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+controller = usage.ru_utime + usage.ru_stime
+if rc != 0:
+    sys.stderr.write(open(log).read()[-3000:] + '\nfailed: %s\n' % log)
+    sys.exit(1)
+print('%.2f %.2f %.2f' % (wall, controller, max(total - controller, 0.0)))
+EOF2
 }
+# median PREFIX PLAYBOOK N: the run with the median wall time of three.
 median() {
   local prefix=$1 playbook=$2 n=$3 i
-  for i in 1 2 3; do run "$prefix-$i.log" "$playbook" "$n"; echo; done | sort -n | sed -n 2p
+  for i in 1 2 3; do run "$prefix-$i.log" "$playbook" "$n"; done | sort -n | sed -n 2p
 }
 
-printf '%-6s %10s %12s %7s\n' nodes floor_s full_s ratio
+cores=$(nproc)
+# cpu_busy: the share of the machine's cores that the full re-run kept busy.
+printf '%-6s %8s %8s %6s %10s %10s %9s\n' nodes floor_s full_s ratio ctl_cpu_s node_cpu_s cpu_busy
 for n in "$@"; do
-  floor=$(median "floor-$n" "$out/floor.yml" "$n")
-  full=$(median "full-$n" "$scenario/converge.yml" "$n")
+  line=$(median "floor-$n" "$out/floor.yml" "$n")
+  read -r floor _ _ <<<"$line"
+  line=$(median "full-$n" "$scenario/converge.yml" "$n")
+  read -r full ctl rest <<<"$line"
   for log in "$out/full-$n"-?.log; do
     if grep -E '^scale-fleet-[0-9]+ *: ' "$log" | grep -vq ' changed=0 '; then
       echo "WARNING: a re-run changed something: $log" >&2
     fi
   done
-  printf '%-6s %10s %12s %7s\n' "$n" "$floor" "$full" "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')"
+  printf '%-6s %8s %8s %6s %10s %10s %9s\n' "$n" "$floor" "$full" \
+    "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')" "$ctl" "$rest" \
+    "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')"
 done

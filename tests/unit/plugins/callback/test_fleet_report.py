@@ -96,6 +96,10 @@ PLAYBOOK = '''
     - name: Stand in for the driver role
       ansible.builtin.set_fact:
         nvidia_driver_reboot_required: "{{ inventory_hostname == 'needs-reboot' }}"
+    # A false one after a true one of the other role leaves the node waiting.
+    - name: Stand in for the Neuron driver role
+      ansible.builtin.set_fact:
+        neuron_driver_reboot_required: "{{ inventory_hostname == 'neuron-waits' }}"
     - name: A task that fails on one node
       ansible.builtin.fail:
         msg: the driver package is missing
@@ -152,17 +156,17 @@ LOCAL = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.execut
 
 def test_a_run_with_the_callback_reports_every_node(tmp_path):
     done, report = run_playbook(tmp_path, {
-        'good': LOCAL, 'needs-reboot': LOCAL, 'cri-broken': LOCAL,
+        'good': LOCAL, 'needs-reboot': LOCAL, 'neuron-waits': LOCAL, 'cri-broken': LOCAL,
         # Nothing listens on port 1 of the loopback: ssh fails at once.
         'gone': {'ansible_connection': 'ssh', 'ansible_host': '127.0.0.1', 'ansible_port': 1},
     })
     status = {n['host']: n['status'] for n in report['nodes']}
     assert done.returncode == 4, done.stdout  # unreachable
     assert report['threshold'] is None
-    assert status == {'good': 'pass', 'needs-reboot': 'needs_reboot', 'cri-broken': 'fail', 'gone': 'unreachable'}, \
-        done.stdout
+    assert status == {'good': 'pass', 'needs-reboot': 'needs_reboot', 'neuron-waits': 'needs_reboot',
+                      'cri-broken': 'fail', 'gone': 'unreachable'}, done.stdout
     assert 'ACCEL.NODES FLEET REPORT' in done.stdout
-    assert 'accel.nodes fleet report: 4 node(s)' in done.stdout
+    assert 'accel.nodes fleet report: 5 node(s)' in done.stdout
 
 
 def test_a_roll_that_stops_lists_the_batches_it_never_reached(tmp_path):

@@ -187,7 +187,7 @@ def test_a_converged_node_has_nothing_left_to_do(converged, scenario_facts):
     plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings(**CAPTURED_PINS))
     actions = neuron.neuron_driver_packages(converged, plan, package_settings())
     assert actions == {'kept': True, 'legacy': [], 'headers': package_settings()['headers_packages'],
-                       'headers_missing': [], 'install': False, 'moving': [],
+                       'headers_missing': [], 'install': False, 'moving': [], 'driver_moving': False,
                        'kernel_packages': actions['kernel_packages'], 'hold_packages': [], 'hold_kernel': []}
     # The headers the role installed, and the kernel image prepare.yml installed, are held.
     assert {'linux-image-6.1.0-98-cloud-amd64', 'linux-headers-6.1.0-98-cloud-amd64',
@@ -221,6 +221,7 @@ def test_a_new_pin_installs_and_a_missing_header_is_installed(converged, scenari
     actions = neuron.neuron_driver_packages(converged, plan, settings)
     assert actions['install'] is True
     assert actions['moving'] == ['aws-neuronx-dkms']
+    assert actions['driver_moving'] is True  # the role looks for work on the devices first
     assert actions['headers_missing'] == ['linux-headers-cloud-amd64']
     assert actions['kept'] is False
 
@@ -232,6 +233,7 @@ def test_the_default_pins_move_the_tools_of_the_captured_node_and_keep_its_inf1_
     actions = neuron.neuron_driver_packages(converged, plan, package_settings())
     assert actions['install'] is True
     assert actions['moving'] == ['aws-neuronx-tools']
+    assert actions['driver_moving'] is False  # new tools leave the loaded module alone
     assert actions['legacy'] == [] and actions['headers_missing'] == []
 
 
@@ -253,6 +255,9 @@ def test_a_legacy_package_removed_without_purge_is_purged():
     actions = neuron.neuron_driver_packages(installed, plan, package_settings())
     assert actions['legacy'] == ['aws-neuron-dkms']
     assert actions['install'] is True
+    assert actions['driver_moving'] is False  # only its configuration is left: no module of it is loaded
+    installed['aws-neuron-dkms'].update(selection='install', status='installed')
+    assert neuron.neuron_driver_packages(installed, plan, package_settings())['driver_moving'] is True
 
 
 def test_unknown_packages_run_every_task():
