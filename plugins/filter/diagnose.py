@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: accel.nodes contributors
+# Apache License 2.0 (see LICENSE)
+"""The findings of a broken accelerator node, from one accel.nodes.node_probe run (issue 28).
+Documented in diagnose_findings.yml next to this file; the findings themselves are in module_utils/_diagnose.py."""
+
+from __future__ import annotations
+
+import json
+import typing as t
+
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
+
+_ORDER = {_diagnose.BROKEN: 0, _diagnose.WILL_BREAK: 1}
+
+
+def _spec_data(path: str, text: str) -> t.Any:
+    """A CDI spec's content: JSON or YAML, as CDI reads them (pkg/cdi/spec.go). The node needs no YAML library:
+    the text travels to the controller, which has PyYAML (ansible-core requires it)."""
+    try:
+        return json.loads(text) if path.endswith('.json') else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError):
+        return None
+
+
+def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind: str = 'nvidia.com/gpu') -> list:
+    if not isinstance(probe, dict):
+        raise AnsibleFilterError('diagnose_findings: the input is the result of accel.nodes.node_probe, not %s'
+                                 % type(probe).__name__)
+    paths = probe.get('paths') or {}
+    directories = probe.get('directories') or {}
+    commands = probe.get('commands') or {}
+    packages = probe.get('packages') or {}
+
+    def text(path: str) -> t.Optional[str]:
+        return (paths.get(path) or {}).get('text')
+
+    sys_version = text(_diagnose.SYS_VERSION)
+    proc_version = text(_diagnose.PROC_VERSION)
+    libraries = _diagnose.library_versions(
+        '%s/%s' % (d, name) for d in _diagnose.LIBRARY_DIRS for name in (directories.get(d) or {}))
+    found = _diagnose.driver_mismatch(sys_version, proc_version, libraries)
+    found += _diagnose.xid_findings((commands.get('kernel_log') or {}).get('stdout') or '')
+    found += _diagnose.smi_health((commands.get('nvidia_smi_xml') or {}).get('stdout') or '',
+                                  boolean(persistence_wanted or False, strict=False))
+    found += _diagnose.toolkit_skew(dict((n, (v or {}).get('version')) for n, v in packages.items()
+                                         if (v or {}).get('status', 'installed') == 'installed'))
+    specs = [_diagnose.cdi_spec(p, _spec_data(p, text(p) or '')) for p in sorted(paths)
+             if p.startswith(tuple(d + '/' for d in _diagnose.CDI_DIRS)) and text(p)]
+    found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version), kind=cdi_kind)
+    return sorted(found, key=lambda f: (_ORDER[f['severity']], f['id']))
+
+
+class FilterModule(object):
+
+    def filters(self) -> dict[str, t.Callable[..., t.Any]]:
+        return {'diagnose_findings': diagnose_findings}

@@ -1,0 +1,273 @@
+"""The diagnose findings (issue 28) on real captures: the H200's nvidia-smi XML and /proc version, the toolkit's own
+golden CDI spec, and NVIDIA's documented kernel log lines. tests/fixtures/diagnose/README.md names each source."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accel.nodes.plugins.filter import diagnose
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
+
+FIXTURES = Path(__file__).resolve().parents[3] / 'fixtures'
+H200_XML = (FIXTURES / 'facts' / 'commands' / 'nvidia-smi' / 'h200-v13.xml').read_text()
+H200_PROC = (FIXTURES / 'facts' / 'roots' / 'h200' / 'proc' / 'driver' / 'nvidia' / 'version').read_text()
+GOLDEN_CDI = yaml.safe_load((FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text())
+
+
+def ids(findings):
+    return [f['id'] for f in findings]
+
+
+def check_shape(findings):
+    for f in findings:
+        assert set(f) == {'id', 'severity', 'summary', 'evidence', 'fix', 'source'}
+        assert f['severity'] in _diagnose.SEVERITIES and f['evidence'] and f['fix'] and f['source']
+
+
+# --- driver/library mismatch -------------------------------------------------------------------------------------
+
+LIBS_580_159 = ['/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04', '/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04',
+                '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1']
+
+
+def test_the_h200_as_captured_has_no_mismatch():
+    libraries = _diagnose.library_versions(LIBS_580_159)
+    assert libraries == {LIBS_580_159[0]: '580.159.04', LIBS_580_159[1]: '580.159.04'}
+    assert _diagnose.driver_mismatch(None, H200_PROC, libraries) == []
+    assert _diagnose.driver_mismatch('580.159.04\n', None, libraries) == []
+
+
+def test_new_libraries_under_the_loaded_module_are_a_mismatch():
+    """The H200's module, with the libraries of a newer package installed after it loaded."""
+    libraries = _diagnose.library_versions([p.replace('580.159.04', '580.195.03') for p in LIBS_580_159])
+    found = _diagnose.driver_mismatch(None, H200_PROC, libraries)
+    check_shape(found)
+    assert ids(found) == ['nvidia.driver.version_mismatch'] and found[0]['severity'] == 'broken'
+    assert 'module is 580.159.04, but the user-space libraries are 580.195.03' in found[0]['summary']
+    assert found[0]['evidence'][0] == 'loaded kernel module: 580.159.04 (/proc/driver/nvidia/version)'
+    assert 'nvidia_driver_reload' in found[0]['fix']
+
+
+def test_no_loaded_module_or_no_libraries_is_not_this_finding():
+    assert _diagnose.driver_mismatch(None, None, _diagnose.library_versions(LIBS_580_159)) == []
+    assert _diagnose.driver_mismatch('580.159.04', None, {}) == []
+
+
+# --- Xid ---------------------------------------------------------------------------------------------------------
+
+# NVIDIA's own example line (GPU Memory Error Management, "User Visible Statistics"), the format of kernel_rc.c
+# ("NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s"), and the 79 line of drivers that print no pid.
+KERNEL_LOG = '\n'.join([
+    '2026-11-27T10:00:00+0000 node kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, '
+    'Contained: CE User Channel (0x9). RST: No, D-RST: No',
+    '2026-11-27T10:01:00+0000 node kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=812, name=python3, '
+    'Graphics Exception: ESR 0x404600=0x80000002',
+    '2026-11-27T10:02:00+0000 node kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.',
+    '2026-11-27T10:02:00+0000 node kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.',
+    '2026-11-27T10:03:00+0000 node kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=\'<unknown>\', name=<unknown>, '
+    'GPU has fallen off the bus.',
+    '2026-11-27T10:04:00+0000 node kernel: usb 1-1: new high-speed USB device number 2',
+])
+
+
+def test_xid_lines_are_read_with_and_without_pid():
+    events = _diagnose.xid_events(KERNEL_LOG)
+    assert [(e['pci'], e['xid']) for e in events] == [('0000:01:00', 94), ('0000:3b:00', 13), ('0000:3b:00', 79),
+                                                       ('0000:3b:00', 79)]
+
+
+def test_xids_that_need_the_node_are_findings_and_application_errors_are_not():
+    found = _diagnose.xid_findings(KERNEL_LOG)
+    check_shape(found)
+    assert ids(found) == ['gpu.xid.79', 'gpu.xid.94']
+    fallen = found[0]
+    assert fallen['severity'] == 'broken'
+    assert 'GPU 0000:3b:00 logged Xid 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)' in fallen['summary']
+    assert '2 time(s)' in fallen['summary'] and len(fallen['evidence']) == 2
+    assert found[1]['severity'] == 'will_break'
+    assert _diagnose.xid_findings('') == []
+
+
+def test_every_catalog_entry_is_complete():
+    for xid, (mnemonic, meaning, severity, fix) in _diagnose.XID_CATALOG.items():
+        assert mnemonic.isupper() and meaning and fix, xid
+        assert severity in _diagnose.SEVERITIES + (None,), xid
+
+
+# --- nvidia-smi -q -x --------------------------------------------------------------------------------------------
+
+def test_the_healthy_h200_has_no_health_findings():
+    assert _diagnose.smi_health(H200_XML, persistence_wanted=True) == []
+
+
+def _h200_with(old, new):
+    assert H200_XML.count(old) == 1, old
+    return H200_XML.replace(old, new)
+
+
+@pytest.mark.parametrize('old, new, expected, severity', [
+    ('<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>',
+     'gpu.row_remap.pending', 'will_break'),
+    ('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>',
+     'gpu.row_remap.failure', 'broken'),
+    ('<pending_retirement>N/A</pending_retirement>', '<pending_retirement>Yes</pending_retirement>',
+     'gpu.page_retirement.pending', 'will_break'),
+    ('<pending_mig>Disabled</pending_mig>', '<pending_mig>Enabled</pending_mig>', 'gpu.mig.pending', 'will_break'),
+    ('<persistence_mode>Enabled</persistence_mode>', '<persistence_mode>Disabled</persistence_mode>',
+     'gpu.persistence.off', 'will_break'),
+])
+def test_one_flag_changed_in_the_real_h200_capture_is_one_finding(old, new, expected, severity):
+    found = _diagnose.smi_health(_h200_with(old, new), persistence_wanted=True)
+    check_shape(found)
+    assert ids(found) == [expected] and found[0]['severity'] == severity
+    assert 'nvidia-smi -q -x, GPU 00000000:' in found[0]['evidence'][0]
+
+
+def test_persistence_off_is_a_finding_only_where_it_was_asked_for():
+    xml = _h200_with('<persistence_mode>Enabled</persistence_mode>', '<persistence_mode>Disabled</persistence_mode>')
+    assert _diagnose.smi_health(xml, persistence_wanted=False) == []
+    assert _diagnose.smi_health(xml) == []
+
+
+def test_a_failure_is_reported_rather_than_the_pending_remap_it_implies():
+    xml = _h200_with('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>')
+    xml = xml.replace('<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>')
+    assert ids(_diagnose.smi_health(xml)) == ['gpu.row_remap.failure']
+
+
+def test_no_xml_is_no_finding():
+    assert _diagnose.smi_health('Failed to initialize NVML: Driver/library version mismatch') == []
+
+
+# --- toolkit packages --------------------------------------------------------------------------------------------
+
+def test_toolkit_packages_at_one_version_are_fine():
+    assert _diagnose.toolkit_skew({'nvidia-container-toolkit': '1.20.0-1', 'nvidia-container-toolkit-base': '1.20.0-1',
+                                   'libnvidia-container-tools': '1.20.0-1', 'libnvidia-container1': '1.20.0-1'}) == []
+
+
+def test_toolkit_1_18_with_older_libnvidia_container_is_a_finding():
+    found = _diagnose.toolkit_skew({'nvidia-container-toolkit': '1.20.0-1', 'nvidia-container-toolkit-base': '1.20.0-1',
+                                    'libnvidia-container-tools': '1.17.8-1', 'libnvidia-container1': '1.17.8-1',
+                                    'docker.io': '20.10.24+dfsg1-1'})
+    check_shape(found)
+    assert ids(found) == ['toolkit.packages.version_skew'] and found[0]['severity'] == 'broken'
+    assert '(1.17.8, 1.20.0)' in found[0]['summary']
+    assert found[0]['evidence'] == ['package nvidia-container-toolkit 1.20.0-1',
+                                    'package nvidia-container-toolkit-base 1.20.0-1',
+                                    'package libnvidia-container-tools 1.17.8-1',
+                                    'package libnvidia-container1 1.17.8-1']
+
+
+def test_before_1_18_a_newer_libnvidia_container_was_allowed():
+    """1.17.8's packaging asks libnvidia-container-tools for a floor only (packaging/debian/control)."""
+    assert _diagnose.toolkit_skew({'nvidia-container-toolkit': '1.17.8-1', 'libnvidia-container-tools': '1.18.0-1'}) == []
+
+
+def test_rpm_release_and_a_tilde_prerelease_compare_by_upstream_version():
+    assert _diagnose.toolkit_skew({'nvidia-container-toolkit': '1.18.0~rc.1-1',
+                                   'libnvidia-container-tools': '1.18.0~rc.1-1'}) == []
+    assert _diagnose.toolkit_skew({'nvidia-container-toolkit': '1.20.0-1.el9',
+                                   'libnvidia-container-tools': '1.20.0-1.el9'}) == []
+
+
+# --- CDI -----------------------------------------------------------------------------------------------------------
+
+KIND = 'example.com/device'  # the golden spec's kind (nvidia-ctk's default is nvidia.com/gpu)
+
+
+def test_the_golden_spec_names_its_driver():
+    spec = _diagnose.cdi_spec('/var/run/cdi/nvidia.yaml', GOLDEN_CDI)
+    assert spec == {'path': '/var/run/cdi/nvidia.yaml', 'kind': KIND, 'devices': ['0', 'all'],
+                    'driver_versions': ['999.88.77']}
+
+
+def test_a_spec_of_the_loaded_driver_alone_is_fine():
+    spec = _diagnose.cdi_spec('/var/run/cdi/nvidia.yaml', GOLDEN_CDI)
+    assert _diagnose.cdi_findings([spec], '999.88.77', kind=KIND) == []
+
+
+def test_a_spec_of_another_driver_is_stale():
+    found = _diagnose.cdi_findings([_diagnose.cdi_spec('/etc/cdi/nvidia.yaml', GOLDEN_CDI)], '580.159.04', kind=KIND)
+    check_shape(found)
+    assert ids(found) == ['cdi.spec.stale'] and found[0]['severity'] == 'broken'
+    assert 'generated for driver 999.88.77, but driver 580.159.04 is loaded' in found[0]['summary']
+    assert 'nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml' in found[0]['fix']
+
+
+def test_the_same_devices_in_both_directories_shadow_one_another():
+    specs = [_diagnose.cdi_spec('/etc/cdi/nvidia.yaml', GOLDEN_CDI), _diagnose.cdi_spec('/var/run/cdi/nvidia.yaml', GOLDEN_CDI)]
+    found = _diagnose.cdi_findings(specs, '999.88.77', kind=KIND)
+    check_shape(found)
+    assert ids(found) == ['cdi.spec.shadowed'] and found[0]['severity'] == 'will_break'
+
+
+def test_the_same_devices_twice_in_one_directory_conflict():
+    specs = [_diagnose.cdi_spec('/etc/cdi/nvidia.yaml', GOLDEN_CDI), _diagnose.cdi_spec('/etc/cdi/nvidia-old.yaml', GOLDEN_CDI)]
+    found = _diagnose.cdi_findings(specs, '999.88.77', kind=KIND)
+    check_shape(found)
+    assert ids(found) == ['cdi.spec.conflict'] and found[0]['severity'] == 'broken'
+    assert 'example.com/device=0 in /etc/cdi/nvidia.yaml and /etc/cdi/nvidia-old.yaml' in found[0]['evidence']
+
+
+def test_specs_of_other_kinds_are_left_alone():
+    spec = _diagnose.cdi_spec('/etc/cdi/nvidia.yaml', GOLDEN_CDI)
+    assert _diagnose.cdi_findings([spec, spec], '580.159.04') == []  # kind nvidia.com/gpu
+
+
+def test_a_bad_severity_is_refused():
+    with pytest.raises(ValueError, match='severity is one of broken, will_break'):
+        _diagnose.finding('x', 'warning', 's', ['e'], 'f', 's')
+
+
+# --- the filter, on what node_probe returns ----------------------------------------------------------------------
+
+def _probe(**changes):
+    """What accel.nodes.node_probe returns for _diagnose.PROBE on the H200 as captured (its /proc version, its
+    nvidia-smi XML), with toolkit 1.20.0 and the golden CDI spec in /var/run/cdi."""
+    golden = (FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text()
+    probe = {
+        'paths': {_diagnose.SYS_VERSION: {'exists': False, 'text': None},
+                  _diagnose.PROC_VERSION: {'exists': True, 'text': H200_PROC},
+                  '/var/run/cdi/nvidia.yaml': {'exists': True, 'text': golden.replace('999.88.77', '580.159.04')},
+                  '/etc/cdi/nvidia.yaml': {'exists': False, 'text': None}},
+        'directories': {'/usr/lib/x86_64-linux-gnu': {'libnvidia-ml.so.1': 'libnvidia-ml.so.580.159.04',
+                                                      'libnvidia-ml.so.580.159.04': None,
+                                                      'libcuda.so.580.159.04': None, 'libc.so.6': None},
+                        '/usr/lib64': None},
+        'packages': dict((n, {'version': '1.20.0-1', 'selection': 'hold', 'status': 'installed'})
+                         for n in _diagnose.TOOLKIT_PACKAGES),
+        'commands': {'nvidia_smi_xml': {'rc': 0, 'stdout': H200_XML, 'stderr': ''},
+                     'kernel_log': {'rc': 1, 'stdout': '-- No entries --', 'stderr': ''}},
+    }
+    for key, value in changes.items():
+        probe[key] = dict(probe[key], **value)
+    return probe
+
+
+def test_the_healthy_h200_probe_has_no_findings():
+    assert diagnose.diagnose_findings(_probe(), persistence_wanted=True, cdi_kind=KIND) == []
+
+
+def test_every_fault_of_the_probe_is_found_broken_ones_first():
+    golden = (FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text()
+    probe = _probe(
+        paths={'/etc/cdi/nvidia.yaml': {'exists': True, 'text': golden}},
+        directories={'/usr/lib/x86_64-linux-gnu': {'libnvidia-ml.so.580.195.03': None}},
+        packages={'libnvidia-container-tools': {'version': '1.17.8-1', 'status': 'installed'}},
+        commands={'nvidia_smi_xml': {'rc': 0, 'stdout': _h200_with('<pending_mig>Disabled</pending_mig>',
+                                                                  '<pending_mig>Enabled</pending_mig>')},
+                  'kernel_log': {'rc': 0, 'stdout': KERNEL_LOG}})
+    found = diagnose.diagnose_findings(probe, cdi_kind=KIND)
+    check_shape(found)
+    assert ids(found) == ['cdi.spec.stale', 'gpu.xid.79', 'nvidia.driver.version_mismatch',
+                          'toolkit.packages.version_skew', 'cdi.spec.shadowed', 'gpu.mig.pending', 'gpu.xid.94']
+    # The stale one is the /etc/cdi spec of driver 999.88.77, not the /var/run/cdi one of the loaded driver.
+    assert found[0]['evidence'][0] == '/etc/cdi/nvidia.yaml names driver 999.88.77'
+
+
+def test_a_probe_that_is_not_a_dict_is_refused():
+    with pytest.raises(AnsibleFilterError, match='the result of accel.nodes.node_probe'):
+        diagnose.diagnose_findings(['nope'])
