@@ -51,11 +51,19 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
                                          if (v or {}).get('status', 'installed') == 'installed'))
     specs = [_diagnose.cdi_spec(p, _spec_data(p, text(p) or '')) for p in sorted(paths)
              if p.startswith(tuple(d + '/' for d in _diagnose.CDI_DIRS)) and text(p)]
-    found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version), kind=cdi_kind)
+    smi_xml = (commands.get('nvidia_smi_xml') or {}).get('stdout') or ''
+    found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version, smi_xml), kind=cdi_kind)
     return sorted(found, key=lambda f: (_ORDER[f['severity']], f['id']))
+
+
+def diagnose_summary(findings: t.Any) -> list:
+    if not isinstance(findings, list):
+        raise AnsibleFilterError('diagnose_summary: the input is the list diagnose_findings returns, not %s'
+                                 % type(findings).__name__)
+    return _diagnose.summary(findings)
 
 
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {'diagnose_findings': diagnose_findings}
+        return {'diagnose_findings': diagnose_findings, 'diagnose_summary': diagnose_summary}

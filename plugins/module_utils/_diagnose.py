@@ -136,9 +136,12 @@ def library_versions(paths: t.Iterable[str]) -> dict[str, str]:
     return found
 
 
-def loaded_version(sys_version: t.Optional[str], proc_version: t.Optional[str]) -> t.Optional[str]:
-    """The loaded NVIDIA module's version: /sys/module/nvidia/version, else /proc/driver/nvidia/version."""
-    return (sys_version or '').strip() or _nvidia.parse_proc_version(proc_version)[0]
+def loaded_version(sys_version: t.Optional[str], proc_version: t.Optional[str],
+                   smi_xml: t.Optional[str] = None) -> t.Optional[str]:
+    """The loaded NVIDIA module's version: /sys/module/nvidia/version, else /proc/driver/nvidia/version, else the
+    driver version of `nvidia-smi -q -x`, which answers only where NVML and the loaded module agree."""
+    return ((sys_version or '').strip() or _nvidia.parse_proc_version(proc_version)[0]
+            or (_nvidia.parse_smi(0, smi_xml or '', '')['driver_version'] if smi_xml else None))
 
 
 def driver_mismatch(sys_version: t.Optional[str], proc_version: t.Optional[str],
@@ -154,8 +157,8 @@ def driver_mismatch(sys_version: t.Optional[str], proc_version: t.Optional[str],
     if not other:
         return []
     newest = max(set(other.values()), key=_version_key)
-    evidence = ['loaded kernel module: %s (%s)' % (loaded, '/sys/module/nvidia/version' if sys_version
-                                                    else '/proc/driver/nvidia/version')]
+    source = '/sys/module/nvidia/version' if (sys_version or '').strip() else '/proc/driver/nvidia/version'
+    evidence = ['loaded kernel module: %s (%s)' % (loaded, source)]
     evidence += ['user-space library: %s' % p for p in sorted(other)]
     return [finding(
         'nvidia.driver.version_mismatch', BROKEN,
@@ -340,3 +343,15 @@ def cdi_findings(specs: t.Sequence[t.Mapping], loaded_version: t.Optional[str],
                     'Generate it again: nvidia-ctk cdi generate --output=%s (accel.nodes.nvidia_container_toolkit '
                     'does it when the driver changes).' % spec['path'], SOURCES['cdi_stale']))
     return found
+
+
+def summary(findings: t.Sequence[t.Mapping]) -> list[str]:
+    """One screen: a line per finding, then its evidence, fix and source, indented."""
+    if not findings:
+        return ['No findings: none of the faults accel.nodes.diagnose knows is on this node.']
+    lines = []
+    for f in findings:
+        lines.append('[%s] %s: %s' % (f['severity'], f['id'], f['summary']))
+        lines += ['    evidence: %s' % e for e in f['evidence']]
+        lines += ['    fix: %s' % f['fix'], '    source: %s' % f['source']]
+    return lines

@@ -79,7 +79,7 @@ build() {
     grep -q "coreutils  # from collection accel.nodes" <<<"$deps" &&
     (cd extras/awx && ansible-builder create -f execution-environment.yml --context "$dest/ee-context") &&
     grep -q 'ansible-galaxy collection install .* -r requirements.yml' "$dest/ee-context/Dockerfile" &&
-    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-playbook --syntax-check -i localhost, extras/awx/site.yml extras/awx/validate.yml
+    ANSIBLE_COLLECTIONS_PATH="$dest" ansible-playbook --syntax-check -i localhost, extras/awx/site.yml extras/awx/validate.yml extras/awx/diagnose.yml
 }
 # Which scenario runs on which node (README, "What was run where"): every
 # scenario on Debian 12 (docker.io 20.10, containerd 1.6) with the toolkit's

@@ -74,8 +74,8 @@ KERNEL_LOG = '\n'.join([
 
 def test_xid_lines_are_read_with_and_without_pid():
     events = _diagnose.xid_events(KERNEL_LOG)
-    assert [(e['pci'], e['xid']) for e in events] == [('0000:01:00', 94), ('0000:3b:00', 13), ('0000:3b:00', 79),
-                                                       ('0000:3b:00', 79)]
+    assert [(e['pci'], e['xid']) for e in events] == [
+        ('0000:01:00', 94), ('0000:3b:00', 13), ('0000:3b:00', 79), ('0000:3b:00', 79)]
 
 
 def test_xids_that_need_the_node_are_findings_and_application_errors_are_not():
@@ -257,8 +257,8 @@ def test_every_fault_of_the_probe_is_found_broken_ones_first():
         paths={'/etc/cdi/nvidia.yaml': {'exists': True, 'text': golden}},
         directories={'/usr/lib/x86_64-linux-gnu': {'libnvidia-ml.so.580.195.03': None}},
         packages={'libnvidia-container-tools': {'version': '1.17.8-1', 'status': 'installed'}},
-        commands={'nvidia_smi_xml': {'rc': 0, 'stdout': _h200_with('<pending_mig>Disabled</pending_mig>',
-                                                                  '<pending_mig>Enabled</pending_mig>')},
+        commands={'nvidia_smi_xml': {'rc': 0, 'stdout': _h200_with(
+            '<pending_mig>Disabled</pending_mig>', '<pending_mig>Enabled</pending_mig>')},
                   'kernel_log': {'rc': 0, 'stdout': KERNEL_LOG}})
     found = diagnose.diagnose_findings(probe, cdi_kind=KIND)
     check_shape(found)
@@ -271,3 +271,31 @@ def test_every_fault_of_the_probe_is_found_broken_ones_first():
 def test_a_probe_that_is_not_a_dict_is_refused():
     with pytest.raises(AnsibleFilterError, match='the result of accel.nodes.node_probe'):
         diagnose.diagnose_findings(['nope'])
+
+
+def test_the_playbook_reads_what_the_filter_expects():
+    """playbooks/vars/diagnose.yml passes node_probe the inputs the filter reads by name (_diagnose.PROBE)."""
+    playbook_vars = yaml.safe_load((FIXTURES.parents[1] / 'playbooks' / 'vars' / 'diagnose.yml').read_text())
+    assert playbook_vars['accel_nodes_diagnose_probe'] == _diagnose.PROBE
+
+
+def test_without_the_module_version_the_loaded_driver_is_the_one_nvidia_smi_reports():
+    """A container node sees no /sys/module/nvidia: the spec is judged against nvidia-smi's driver."""
+    golden = (FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text()
+    probe = _probe(paths={_diagnose.PROC_VERSION: {'exists': False, 'text': None},
+                          '/var/run/cdi/nvidia.yaml': {'exists': True, 'text': golden}})
+    assert ids(diagnose.diagnose_findings(probe, cdi_kind=KIND)) == ['cdi.spec.stale']
+    assert _diagnose.loaded_version(None, None, H200_XML) == '580.159.04'
+    assert _diagnose.loaded_version(None, None, '') is None
+
+
+def test_the_summary_is_one_line_per_finding_then_its_details():
+    found = diagnose.diagnose_findings(_probe(packages={'libnvidia-container1': {'version': '1.17.8-1'}}), cdi_kind=KIND)
+    lines = diagnose.diagnose_summary(found)
+    assert lines[0].startswith('[broken] toolkit.packages.version_skew: The NVIDIA Container Toolkit packages')
+    assert lines[1] == '    evidence: package nvidia-container-toolkit 1.20.0-1'
+    assert [line.split(':')[0] for line in lines[-2:]] == ['    fix', '    source']
+    assert diagnose.diagnose_summary([]) == [
+        'No findings: none of the faults accel.nodes.diagnose knows is on this node.']
+    with pytest.raises(AnsibleFilterError, match='the list diagnose_findings returns'):
+        diagnose.diagnose_summary({})
