@@ -437,6 +437,23 @@ if [ "$toolkit" != 1.17.8 ] && [ "${ACCEL_HW_TOOLKIT_NEW:-1}" = 1 ]; then
   play vendor-rerun "$books/site.yml" "${full[@]}"
   log "vendor: units $(in_node systemctl is-enabled nvidia-cdi-refresh.path nvidia-cdi-refresh.service | tr '\n' ' '); /etc/cdi/nvidia.yaml $(in_node test -e /etc/cdi/nvidia.yaml && echo present || echo gone); /var/run/cdi/nvidia.yaml $(in_node test -e /var/run/cdi/nvidia.yaml && echo present || echo missing)"
   cdi_lists "vendor keeps the spec"
+  # Issue 28: accel.nodes.diagnose on the real GPU, whose spec NVIDIA's units
+  # just wrote: no findings; then the same spec in /etc/cdi too (shadowed), that
+  # copy naming another driver (stale), and the fix (the copy removed).
+  diagnose() { # name: run accel.nodes.diagnose, keep its report and say its finding ids
+    play "$1" "$books/diagnose.yml"
+    in_node cat /var/lib/accel-nodes/diagnose.json >"$out/$1.json" 2>/dev/null || :
+    log "$1: findings: $(in_node python3 -c 'import json, sys; print(" ".join(f["id"] for f in json.load(open(sys.argv[1]))["findings"]) or "none")' \
+      /var/lib/accel-nodes/diagnose.json 2>/dev/null || echo 'no report')"
+  }
+  in_node cat /var/run/cdi/nvidia.yaml >"$out/cdi-vendor-nvidia.yaml" 2>/dev/null || :
+  diagnose diagnose-vendor
+  in_node cp /var/run/cdi/nvidia.yaml /etc/cdi/nvidia.yaml
+  diagnose diagnose-shadowed
+  in_node sh -c "sed -i \"s/\$(cat /sys/module/nvidia/version)/570.86.15/g\" /etc/cdi/nvidia.yaml"
+  diagnose diagnose-stale
+  in_node rm -f /etc/cdi/nvidia.yaml
+  diagnose diagnose-fixed
   # A driver change under the units: modules.dep changes, the path unit starts the service.
   in_node sh -c 'stat -c %Y /var/run/cdi/nvidia.yaml >/tmp/spec-mtime; sleep 1.1; echo >>/lib/modules/$(uname -r)/modules.dep; sleep 4'
   log "vendor: driver change: spec rewritten by the units: $(in_node sh -c '[ $(stat -c %Y /var/run/cdi/nvidia.yaml) -gt $(cat /tmp/spec-mtime) ] && echo yes || echo no')"

@@ -253,13 +253,12 @@ def test_the_healthy_h200_probe_has_no_findings():
 
 def test_every_fault_of_the_probe_is_found_broken_ones_first():
     golden = (FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text()
+    mig_pending = _h200_with('<pending_mig>Disabled</pending_mig>', '<pending_mig>Enabled</pending_mig>')
     probe = _probe(
         paths={'/etc/cdi/nvidia.yaml': {'exists': True, 'text': golden}},
         directories={'/usr/lib/x86_64-linux-gnu': {'libnvidia-ml.so.580.195.03': None}},
         packages={'libnvidia-container-tools': {'version': '1.17.8-1', 'status': 'installed'}},
-        commands={'nvidia_smi_xml': {'rc': 0, 'stdout': _h200_with(
-            '<pending_mig>Disabled</pending_mig>', '<pending_mig>Enabled</pending_mig>')},
-                  'kernel_log': {'rc': 0, 'stdout': KERNEL_LOG}})
+        commands={'nvidia_smi_xml': {'rc': 0, 'stdout': mig_pending}, 'kernel_log': {'rc': 0, 'stdout': KERNEL_LOG}})
     found = diagnose.diagnose_findings(probe, cdi_kind=KIND)
     check_shape(found)
     assert ids(found) == ['cdi.spec.stale', 'gpu.xid.79', 'nvidia.driver.version_mismatch',
@@ -299,3 +298,14 @@ def test_the_summary_is_one_line_per_finding_then_its_details():
         'No findings: none of the faults accel.nodes.diagnose knows is on this node.']
     with pytest.raises(AnsibleFilterError, match='the list diagnose_findings returns'):
         diagnose.diagnose_summary({})
+
+
+def test_the_spec_nvidia_s_units_wrote_on_the_h100_names_its_driver():
+    """The real spec of nvidia-cdi-refresh (toolkit 1.20.0) for the H100's driver 580.159.04."""
+    path = FIXTURES / 'hardware' / 'h100-2026-11-27-issue28' / 'cdi-vendor-nvidia.yaml'
+    spec = _diagnose.cdi_spec('/var/run/cdi/nvidia.yaml', yaml.safe_load(path.read_text()))
+    assert spec == {'path': '/var/run/cdi/nvidia.yaml', 'kind': 'nvidia.com/gpu',
+                    'devices': ['0', 'GPU-f09e0175-ad65-f509-201d-b8b5754c1086', 'all'],
+                    'driver_versions': ['580.159.04']}
+    assert _diagnose.cdi_findings([spec], '580.159.04') == []
+    assert ids(_diagnose.cdi_findings([spec], '580.195.03')) == ['cdi.spec.stale']
