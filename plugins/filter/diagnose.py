@@ -41,18 +41,18 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
 
     sys_version = text(_diagnose.SYS_VERSION)
     proc_version = text(_diagnose.PROC_VERSION)
-    libraries = _diagnose.library_versions(
-        '%s/%s' % (d, name) for d in _diagnose.LIBRARY_DIRS for name in (directories.get(d) or {}))
+    libraries = _diagnose.active_libraries(dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS))
     found = _diagnose.driver_mismatch(sys_version, proc_version, libraries)
     found += _diagnose.xid_findings((commands.get('kernel_log') or {}).get('stdout') or '')
-    found += _diagnose.smi_health((commands.get('nvidia_smi_xml') or {}).get('stdout') or '',
-                                  boolean(persistence_wanted or False, strict=False))
+    smi = commands.get('nvidia_smi_xml') or {}
+    found += _diagnose.smi_timeout(smi.get('rc'), int(_diagnose.PROBE['commands']['nvidia_smi_xml'][1]))
+    found += _diagnose.smi_health(smi.get('stdout') or '', boolean(persistence_wanted or False, strict=False))
     found += _diagnose.toolkit_skew(dict((n, (v or {}).get('version')) for n, v in packages.items()
                                          if (v or {}).get('status', 'installed') == 'installed'))
     specs = [_diagnose.cdi_spec(p, _spec_data(p, text(p) or '')) for p in sorted(paths)
              if p.startswith(tuple(d + '/' for d in _diagnose.CDI_DIRS)) and text(p)]
-    smi_xml = (commands.get('nvidia_smi_xml') or {}).get('stdout') or ''
-    found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version, smi_xml), kind=cdi_kind)
+    found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version, smi.get('stdout')),
+                                    kind=cdi_kind)
     return sorted(found, key=lambda f: (_ORDER[f['severity']], f['id']))
 
 

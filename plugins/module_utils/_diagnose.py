@@ -19,6 +19,7 @@ reuses _nvidia's readers of the same outputs.
 
 from __future__ import annotations
 
+import os
 import re
 import typing as t
 from xml.etree import ElementTree
@@ -73,8 +74,8 @@ XID_CATALOG = {
          'this error.'),
     62: ('PMU_HALT_ERROR', 'internal micro-controller halt', BROKEN,
          'Drain the node and reset the GPU (nvidia-smi -r) or reboot.'),
-    63: ('INFOROM_DRAM_RETIREMENT_EVENT', 'GPU memory remapping event (row remapper activity)', WILL_BREAK,
-         'Reset the GPU when convenient so that the remap takes effect; see gpu.row_remap.pending.'),
+    63: ('INFOROM_DRAM_RETIREMENT_EVENT', 'GPU memory remapping event (row remapper activity)', None,
+         'Nothing to do for the Xid itself (catalog: IGNORE); a remap that waits for a reset is gpu.row_remap.pending.'),
     64: ('INFOROM_DRAM_RETIREMENT_FAILURE', 'GPU memory remapping failure', BROKEN,
          'Drain the node and reset the GPU (nvidia-smi -r) or reboot; if it repeats, the GPU needs service.'),
     74: ('NVLINK_ERROR', 'NVLink error', BROKEN,
@@ -124,6 +125,20 @@ def finding(id_: str, severity: str, summary: str, evidence: t.Sequence[str], fi
 
 def _version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in re.split(r'[.~+-]', version.split(':')[-1]))
+
+
+def active_libraries(directories: t.Mapping[str, t.Optional[t.Mapping[str, t.Optional[str]]]]) -> dict[str, str]:
+    """{path: version} of the driver libraries processes load: in each directory, the targets of the
+    libnvidia-ml.so.1 and libcuda.so.1 links (what the loader opens), else every versioned file, so that a
+    leftover library of an older driver beside the linked one is not taken for the one in use.
+    directories: node_probe's directories, {dir: {entry: link target or None}}."""
+    found = {}
+    for directory, entries in sorted(directories.items()):
+        entries = entries or {}
+        linked = [entries[n] for n in ('libnvidia-ml.so.1', 'libcuda.so.1') if entries.get(n)]
+        names = [os.path.basename(str(target)) for target in linked] or list(entries)
+        found.update(library_versions('%s/%s' % (directory, name) for name in names))
+    return found
 
 
 def library_versions(paths: t.Iterable[str]) -> dict[str, str]:
@@ -194,8 +209,10 @@ def xid_findings(kernel_log: str) -> list[dict]:
         mnemonic, meaning, severity, fix = entry
         found.append(finding(
             'gpu.xid.%d' % xid, severity,
-            'GPU %s logged Xid %d (%s): %s, %d time(s).' % (pci, xid, mnemonic, meaning, len(events)),
-            ['kernel log: %s' % e['line'] for e in events[-3:]], fix, SOURCES['xid']))
+            'GPU %s logged Xid %d (%s) since boot: %s, %d time(s).' % (pci, xid, mnemonic, meaning, len(events)),
+            ['kernel log: %s' % e['line'] for e in events[-3:]],
+            fix + ' The kernel log keeps the line until the next boot: after a GPU reset, judge by newer Xids.',
+            SOURCES['xid']))
     return found
 
 
@@ -250,6 +267,21 @@ def smi_health(xml_text: str, persistence_wanted: t.Optional[bool] = None) -> li
                 'Start nvidia-persistenced (accel.nodes.nvidia_driver with nvidia_driver_persistence_mode: true).',
                 SOURCES['persistence']))
     return found
+
+
+def smi_timeout(rc: t.Optional[int], seconds: int) -> list[dict]:
+    """nvidia.smi.timeout: nvidia-smi did not answer within the probe's bound (coreutils timeout exits 124)."""
+    if rc != 124:
+        return []
+    return [finding(
+        'nvidia.smi.timeout', BROKEN,
+        'nvidia-smi did not answer within %d s: NVML is stuck, and so is every tool and container that asks it.'
+        % seconds,
+        ['timeout %d nvidia-smi -q -x: exit status 124' % seconds],
+        'Look for Xid 79, 119 or 120 in the kernel log (gpu.xid.*); drain the node and reset the GPU (nvidia-smi -r) '
+        'or reboot it.',
+        'coreutils timeout (exit status 124 when the command timed out); NVIDIA Xid catalog: 79 (fallen off the bus), '
+        '119 and 120 (GSP timeout and error) need a GPU reset or a reboot')]
 
 
 def toolkit_skew(packages: t.Mapping[str, t.Optional[str]]) -> list[dict]:
@@ -330,25 +362,32 @@ def cdi_findings(specs: t.Sequence[t.Mapping], loaded_version: t.Optional[str],
             'Keep one: toolkit 1.18+ has nvidia-cdi-refresh write /var/run/cdi/nvidia.yaml, so remove the /etc/cdi '
             'copy, or run accel.nodes.nvidia_container_toolkit with nvidia_container_toolkit_cdi, which keeps one.',
             SOURCES['cdi_conflict']))
+    provided = set(d for s in dynamic for d in s['devices'])
     if loaded_version:
         for spec in mine:
             stale = [v for v in spec['driver_versions'] if v != loaded_version]
-            if stale:
-                found.append(finding(
-                    'cdi.spec.stale', BROKEN,
-                    '%s was generated for driver %s, but driver %s is loaded: containers get the wrong or missing '
-                    'libraries.' % (spec['path'], ', '.join(stale), loaded_version),
-                    ['%s names driver %s' % (spec['path'], ', '.join(spec['driver_versions'])),
-                     'loaded kernel module: %s' % loaded_version],
-                    'Generate it again: nvidia-ctk cdi generate --output=%s (accel.nodes.nvidia_container_toolkit '
-                    'does it when the driver changes).' % spec['path'], SOURCES['cdi_stale']))
+            if not stale:
+                continue
+            # A static spec whose every device a /var/run/cdi spec defines is not used now: it breaks the
+            # containers only once /var/run/cdi is cleared, at boot, and nothing writes it again.
+            hidden = spec in static and bool(spec['devices']) and set(spec['devices']) <= provided
+            found.append(finding(
+                'cdi.spec.stale', WILL_BREAK if hidden else BROKEN,
+                '%s was generated for driver %s, but driver %s is loaded: %s.' % (
+                    spec['path'], ', '.join(stale), loaded_version,
+                    'it is shadowed by /var/run/cdi now, and gives containers the wrong or missing libraries '
+                    'once that is cleared' if hidden else 'containers get the wrong or missing libraries'),
+                ['%s names driver %s' % (spec['path'], ', '.join(spec['driver_versions'])),
+                 'loaded kernel module: %s' % loaded_version],
+                'Generate it again: nvidia-ctk cdi generate --output=%s (accel.nodes.nvidia_container_toolkit '
+                'does it when the driver changes).' % spec['path'], SOURCES['cdi_stale']))
     return found
 
 
 def summary(findings: t.Sequence[t.Mapping]) -> list[str]:
     """One screen: a line per finding, then its evidence, fix and source, indented."""
     if not findings:
-        return ['No findings: none of the faults accel.nodes.diagnose knows is on this node.']
+        return ['No findings: none of the faults accel.nodes.diagnose knows shows in what it could read on this node.']
     lines = []
     for f in findings:
         lines.append('[%s] %s: %s' % (f['severity'], f['id'], f['summary']))

@@ -128,6 +128,7 @@ def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], sett
         return [n for n in names if not selections_known or have[n].get('selection') != 'hold']
 
     headers_missing = [h for h in headers if not known or h not in have]
+    loaded = _str(settings.get('loaded_version')).strip()
     moving = [p['name'] for p in plan['packages']
               if p['name'] in have and not pin_matches(_str(have[p['name']].get('version')), p['version'], glob)]
     hold_packages = unheld([p['name'] for p in plan['packages'] if p['name'] in have]) \
@@ -143,7 +144,10 @@ def driver_packages(installed: Optional[Packages], plan: Mapping[str, Any], sett
         'moving': moving,
         # The kernel module changes under what runs now: the installed driver package moves to another version, or
         # the legacy one goes (issue 27: the role then looks for work on the devices and reloads the module).
-        'driver_moving': DKMS_PACKAGE in moving or (LEGACY_DKMS_PACKAGE in legacy and LEGACY_DKMS_PACKAGE in have),
+        # ...or the loaded module is not the pinned driver, as after a run whose reload could not be done: the
+        # package is at its pin by now, and the module must still be swapped.
+        'driver_moving': (DKMS_PACKAGE in moving or (LEGACY_DKMS_PACKAGE in legacy and LEGACY_DKMS_PACKAGE in have)
+                          or (bool(loaded) and not pin_matches(loaded, _str(plan['dkms_pin']), glob))),
         'kernel_packages': kernel_packages,
         'hold_packages': hold_packages,
         'hold_kernel': hold_kernel,

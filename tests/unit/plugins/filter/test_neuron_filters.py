@@ -226,6 +226,17 @@ def test_a_new_pin_installs_and_a_missing_header_is_installed(converged, scenari
     assert actions['kept'] is False
 
 
+def test_a_loaded_module_of_another_driver_is_a_driver_change_even_at_the_pin(converged, scenario_facts):
+    """A run whose reload could not be done leaves the package at its pin and the old module loaded: the next run
+    must still swap it (/sys/module/neuron/version is the loaded MODULE_VERSION)."""
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings(**CAPTURED_PINS))
+    installed = converged['aws-neuronx-dkms']['version']
+    assert neuron.neuron_driver_packages(converged, plan, package_settings(loaded_version=installed))['driver_moving'] is False
+    stale = neuron.neuron_driver_packages(converged, plan, package_settings(loaded_version='2.23.30.0\n'))
+    assert stale['driver_moving'] is True and stale['kept'] is True  # nothing for the package tasks to do
+    assert neuron.neuron_driver_packages(converged, plan, package_settings(loaded_version=''))['driver_moving'] is False
+
+
 def test_the_default_pins_move_the_tools_of_the_captured_node_and_keep_its_inf1_driver(converged, scenario_facts):
     """A node converged under older pins: the defaults move aws-neuronx-tools, never the Inf1 driver."""
     plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], driver_settings())

@@ -261,10 +261,13 @@ def test_every_fault_of_the_probe_is_found_broken_ones_first():
         commands={'nvidia_smi_xml': {'rc': 0, 'stdout': mig_pending}, 'kernel_log': {'rc': 0, 'stdout': KERNEL_LOG}})
     found = diagnose.diagnose_findings(probe, cdi_kind=KIND)
     check_shape(found)
-    assert ids(found) == ['cdi.spec.stale', 'gpu.xid.79', 'nvidia.driver.version_mismatch',
-                          'toolkit.packages.version_skew', 'cdi.spec.shadowed', 'gpu.mig.pending', 'gpu.xid.94']
-    # The stale one is the /etc/cdi spec of driver 999.88.77, not the /var/run/cdi one of the loaded driver.
-    assert found[0]['evidence'][0] == '/etc/cdi/nvidia.yaml names driver 999.88.77'
+    assert ids(found) == ['gpu.xid.79', 'nvidia.driver.version_mismatch', 'toolkit.packages.version_skew',
+                          'cdi.spec.shadowed', 'cdi.spec.stale', 'gpu.mig.pending', 'gpu.xid.94']
+    # The stale one is the /etc/cdi spec of driver 999.88.77, not the /var/run/cdi one of the loaded driver; the
+    # /var/run/cdi spec defines the same devices, so it waits for a boot to break anything.
+    stale = found[4]
+    assert stale['evidence'][0] == '/etc/cdi/nvidia.yaml names driver 999.88.77'
+    assert stale['severity'] == 'will_break' and 'shadowed by /var/run/cdi now' in stale['summary']
 
 
 def test_a_probe_that_is_not_a_dict_is_refused():
@@ -295,7 +298,7 @@ def test_the_summary_is_one_line_per_finding_then_its_details():
     assert lines[1] == '    evidence: package nvidia-container-toolkit 1.20.0-1'
     assert [line.split(':')[0] for line in lines[-2:]] == ['    fix', '    source']
     assert diagnose.diagnose_summary([]) == [
-        'No findings: none of the faults accel.nodes.diagnose knows is on this node.']
+        'No findings: none of the faults accel.nodes.diagnose knows shows in what it could read on this node.']
     with pytest.raises(AnsibleFilterError, match='the list diagnose_findings returns'):
         diagnose.diagnose_summary({})
 
@@ -309,3 +312,39 @@ def test_the_spec_nvidia_s_units_wrote_on_the_h100_names_its_driver():
                     'driver_versions': ['580.159.04']}
     assert _diagnose.cdi_findings([spec], '580.159.04') == []
     assert ids(_diagnose.cdi_findings([spec], '580.195.03')) == ['cdi.spec.stale']
+
+
+def test_a_leftover_library_beside_the_linked_one_is_not_a_mismatch():
+    """The loader opens libnvidia-ml.so.1: its target is the library in use, whatever else the directory holds."""
+    directory = '/usr/lib/x86_64-linux-gnu'
+    entries = {'libnvidia-ml.so.1': 'libnvidia-ml.so.580.159.04', 'libnvidia-ml.so.580.159.04': None,
+               'libnvidia-ml.so.570.86.15': None, 'libcuda.so.1': 'libcuda.so.580.159.04'}
+    assert _diagnose.driver_mismatch(None, H200_PROC, _diagnose.active_libraries({directory: entries})) == []
+    entries['libnvidia-ml.so.1'] = 'libnvidia-ml.so.570.86.15'
+    found = _diagnose.driver_mismatch(None, H200_PROC, _diagnose.active_libraries({directory: entries}))
+    assert ids(found) == ['nvidia.driver.version_mismatch']
+    assert found[0]['evidence'][1:] == ['user-space library: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.15']
+    # Without the links, every versioned file counts.
+    assert _diagnose.active_libraries({directory: {'libcuda.so.580.159.04': None}, '/usr/lib64': None}) == {
+        '/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04': '580.159.04'}
+
+
+def test_a_stale_spec_that_containers_use_is_broken_and_a_shadowed_one_will_break():
+    etc = _diagnose.cdi_spec('/etc/cdi/nvidia.yaml', GOLDEN_CDI)
+    run = dict(_diagnose.cdi_spec('/var/run/cdi/nvidia.yaml', GOLDEN_CDI), driver_versions=['580.159.04'])
+    severities = dict((f['id'], f['severity']) for f in _diagnose.cdi_findings([etc, run], '580.159.04', kind=KIND))
+    assert severities == {'cdi.spec.shadowed': 'will_break', 'cdi.spec.stale': 'will_break'}
+    assert [f['severity'] for f in _diagnose.cdi_findings([etc], '580.159.04', kind=KIND)] == ['broken']
+
+
+def test_nvidia_smi_that_times_out_is_a_finding():
+    probe = _probe(commands={'nvidia_smi_xml': {'rc': 124, 'stdout': '', 'stderr': ''}})
+    found = diagnose.diagnose_findings(probe, cdi_kind=KIND)
+    check_shape(found)
+    assert ids(found) == ['nvidia.smi.timeout'] and found[0]['severity'] == 'broken'
+    assert 'within 60 s' in found[0]['summary']
+
+
+def test_xid_63_alone_is_no_finding():
+    """The catalog's action for 63 (a row remap event) is IGNORE: a pending remap is gpu.row_remap.pending."""
+    assert _diagnose.xid_findings('kernel: NVRM: Xid (PCI:0000:3b:00): 63, pid=1, name=x, Row Remapper: New row') == []
