@@ -45,7 +45,7 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
     found = _diagnose.driver_mismatch(sys_version, proc_version, libraries)
     found += _diagnose.xid_findings((commands.get('kernel_log') or {}).get('stdout') or '')
     smi = commands.get('nvidia_smi_xml') or {}
-    found += _diagnose.smi_timeout(smi.get('rc'), int(_diagnose.PROBE['commands']['nvidia_smi_xml'][1]))
+    found += _diagnose.smi_timeout(smi.get('rc'), _diagnose.SMI_TIMEOUT_S)
     found += _diagnose.smi_health(smi.get('stdout') or '', boolean(persistence_wanted or False, strict=False))
     found += _diagnose.toolkit_skew(dict((n, (v or {}).get('version')) for n, v in packages.items()
                                          if (v or {}).get('status', 'installed') == 'installed'))

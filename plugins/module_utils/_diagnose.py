@@ -24,7 +24,7 @@ import re
 import typing as t
 from xml.etree import ElementTree
 
-from ansible_collections.accel.nodes.plugins.module_utils import _nvidia
+from ansible_collections.accel.nodes.plugins.module_utils import _kernels, _nvidia
 
 BROKEN = 'broken'
 WILL_BREAK = 'will_break'
@@ -103,12 +103,13 @@ PROC_VERSION = '/proc/driver/nvidia/version'
 CDI_DIRS = ('/etc/cdi', '/var/run/cdi')
 LIBRARY_DIRS = ('/usr/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu',
                 '/usr/lib/x86_64-linux-gnu/nvidia/current', '/usr/lib/aarch64-linux-gnu/nvidia/current', '/lib64')
+SMI_TIMEOUT_S = 60
 PROBE = {
     'paths': [SYS_VERSION, PROC_VERSION] + ['%s/nvidia.%s' % (d, e) for d in CDI_DIRS for e in ('yaml', 'json')],
     'directories': list(LIBRARY_DIRS),
     'packages': ['^nvidia-container-toolkit', '^libnvidia-container'],
     # nvidia-smi can hang on a broken GPU: coreutils' timeout bounds it.
-    'commands': {'nvidia_smi_xml': ['timeout', '60', 'nvidia-smi', '-q', '-x'],
+    'commands': {'nvidia_smi_xml': ['timeout', str(SMI_TIMEOUT_S), 'nvidia-smi', '-q', '-x'],
                  'kernel_log': ['journalctl', '--dmesg', '--boot', '--no-pager', '--output=short-iso',
                                 '--grep=NVRM: Xid']},
 }
@@ -124,7 +125,8 @@ def finding(id_: str, severity: str, summary: str, evidence: t.Sequence[str], fi
 
 
 def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r'[.~+-]', version.split(':')[-1]))
+    """_kernels.version_key of a package or driver version, without its epoch."""
+    return _kernels.version_key(version.split(':')[-1])
 
 
 def active_libraries(directories: t.Mapping[str, t.Optional[t.Mapping[str, t.Optional[str]]]]) -> dict[str, str]:
@@ -290,7 +292,7 @@ def toolkit_skew(packages: t.Mapping[str, t.Optional[str]]) -> list[dict]:
     packages: {name: installed version or None} (dpkg or rpm version, epoch and revision allowed)."""
     have = dict((n, v) for n, v in packages.items() if n in TOOLKIT_PACKAGES and v)
     toolkit = have.get('nvidia-container-toolkit') or have.get('nvidia-container-toolkit-base')
-    if not toolkit or _version_key(toolkit)[:2] < (1, 18):
+    if not toolkit or _version_key(toolkit) < _version_key('1.18'):
         return []
     upstream = dict((n, v.split(':')[-1].split('-')[0].split('~')[0]) for n, v in have.items())
     if len(set(upstream.values())) <= 1:
