@@ -13,8 +13,12 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
+from ansible_collections.accel.nodes.plugins.module_utils import (_diagnose, _diagnose_host, _diagnose_neuron,
+                                                                 _diagnose_runtime)
 
+# The areas beyond the NVIDIA driver, GPU health, CDI and toolkit findings of _diagnose: each has its PROBE and its
+# findings(probe, options).
+AREAS = (_diagnose_runtime, _diagnose_neuron, _diagnose_host)
 _ORDER = {_diagnose.BROKEN: 0, _diagnose.WILL_BREAK: 1}
 
 
@@ -27,10 +31,32 @@ def _spec_data(path: str, text: str) -> t.Any:
         return None
 
 
-def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind: str = 'nvidia.com/gpu') -> list:
+def diagnose_probe(options: t.Any = None) -> dict:
+    """The inputs of the diagnose's one accel.nodes.node_probe run: _diagnose.PROBE and every area's, merged."""
+    if options is not None and not isinstance(options, dict):
+        raise AnsibleFilterError('diagnose_probe: the input is the dict accel_nodes_diagnose_options, not %s'
+                                 % type(options).__name__)
+    merged = dict(_diagnose.PROBE, commands=dict(_diagnose.PROBE['commands']))
+    for key in ('paths', 'directories', 'packages'):
+        merged[key] = list(_diagnose.PROBE[key])
+    for area in AREAS:
+        for key in ('paths', 'directories', 'packages'):
+            merged[key] += [v for v in area.PROBE.get(key, []) if v not in merged[key]]
+        for name, argv in area.PROBE.get('commands', {}).items():
+            if name in merged['commands'] and merged['commands'][name] != argv:
+                raise AnsibleFilterError('diagnose_probe: two areas run different commands as %s' % name)
+            merged['commands'][name] = argv
+    return merged
+
+
+def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind: str = 'nvidia.com/gpu',
+                      options: t.Any = None) -> list:
     if not isinstance(probe, dict):
         raise AnsibleFilterError('diagnose_findings: the input is the result of accel.nodes.node_probe, not %s'
                                  % type(probe).__name__)
+    if options is not None and not isinstance(options, dict):
+        raise AnsibleFilterError('diagnose_findings: options is the dict accel_nodes_diagnose_options, not %s'
+                                 % type(options).__name__)
     paths = probe.get('paths') or {}
     directories = probe.get('directories') or {}
     commands = probe.get('commands') or {}
@@ -53,6 +79,8 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
              if p.startswith(tuple(d + '/' for d in _diagnose.CDI_DIRS)) and text(p)]
     found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version, smi.get('stdout')),
                                     kind=cdi_kind)
+    for area in AREAS:
+        found += area.findings(probe, options or {})
     return sorted(found, key=lambda f: (_ORDER[f['severity']], f['id']))
 
 
@@ -66,4 +94,5 @@ def diagnose_summary(findings: t.Any) -> list:
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {'diagnose_findings': diagnose_findings, 'diagnose_summary': diagnose_summary}
+        return {'diagnose_findings': diagnose_findings, 'diagnose_probe': diagnose_probe,
+                'diagnose_summary': diagnose_summary}

@@ -104,7 +104,11 @@ CDI_DIRS = ('/etc/cdi', '/var/run/cdi')
 LIBRARY_DIRS = ('/usr/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu',
                 '/usr/lib/x86_64-linux-gnu/nvidia/current', '/usr/lib/aarch64-linux-gnu/nvidia/current', '/lib64')
 SMI_TIMEOUT_S = 60
+# The accelerator facts diagnose reads in the same run (accel.nodes.accelerator_facts' gather): all but nvidia-smi,
+# which the probe runs itself with a bound, and IMDS beyond what DMI says.
+FACTS_GATHER = ['pci', 'nvidia_procfs', 'neuron', 'kernel_modules', 'device_nodes', 'container_runtimes', 'ec2']
 PROBE = {
+    'accelerators': {'gather': FACTS_GATHER},
     'paths': [SYS_VERSION, PROC_VERSION] + ['%s/nvidia.%s' % (d, e) for d in CDI_DIRS for e in ('yaml', 'json')],
     'directories': list(LIBRARY_DIRS),
     'packages': ['^nvidia-container-toolkit', '^libnvidia-container'],

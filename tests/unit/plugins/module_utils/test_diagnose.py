@@ -275,10 +275,27 @@ def test_a_probe_that_is_not_a_dict_is_refused():
         diagnose.diagnose_findings(['nope'])
 
 
-def test_the_playbook_reads_what_the_filter_expects():
-    """playbooks/vars/diagnose.yml passes node_probe the inputs the filter reads by name (_diagnose.PROBE)."""
-    playbook_vars = yaml.safe_load((FIXTURES.parents[1] / 'playbooks' / 'vars' / 'diagnose.yml').read_text())
-    assert playbook_vars['accel_nodes_diagnose_probe'] == _diagnose.PROBE
+def test_the_playbook_passes_node_probe_every_input_of_the_probe():
+    """playbooks/diagnose.yml gives node_probe each option accel.nodes.diagnose_probe returns, under its name."""
+    play = yaml.safe_load((FIXTURES.parents[1] / 'playbooks' / 'diagnose.yml').read_text())[0]
+    probe_task = [task for task in play['tasks'] if 'accel.nodes.node_probe' in task][0]
+    assert sorted(probe_task['accel.nodes.node_probe']) == sorted(diagnose.diagnose_probe({}))
+    for key, value in probe_task['accel.nodes.node_probe'].items():
+        assert value == '{{ accel_nodes_diagnose_probe.%s }}' % key
+
+
+def test_the_probe_holds_every_area_s_inputs_once():
+    probe = diagnose.diagnose_probe({})
+    assert probe['accelerators'] == {'gather': _diagnose.FACTS_GATHER}
+    assert set(_diagnose.PROBE['commands']) <= set(probe['commands'])
+    for area in diagnose.AREAS:
+        for key in ('paths', 'directories', 'packages'):
+            assert set(area.PROBE.get(key, [])) <= set(probe[key])
+        assert set(area.PROBE.get('commands', {})) <= set(probe['commands'])
+    for key in ('paths', 'directories', 'packages'):
+        assert len(probe[key]) == len(set(probe[key]))
+    with pytest.raises(AnsibleFilterError, match='accel_nodes_diagnose_options'):
+        diagnose.diagnose_probe(['nope'])
 
 
 def test_without_the_module_version_the_loaded_driver_is_the_one_nvidia_smi_reports():
