@@ -15,6 +15,10 @@ description:
   - It reads what the run itself returned - the C(accelerator_validation) fact of the C(accel.nodes.accelerator_validation) role,
     C(nvidia_driver_reboot_required) and C(neuron_driver_reboot_required), failed and unreachable hosts - so it also reports a run that stopped part-way (a
     failed batch under C(max_fail_percentage)), and lists the nodes that no task reached as C(not_run).
+  - Each node also lists its findings (C(accel.nodes.diagnose), issue 28), with each one's fix - those of the validation report
+    (the role diagnoses a node that fails a check, and each failed check names the findings that explain it) or those of
+    the C(accel.nodes.diagnose) playbook (its C(accel_nodes_diagnosis) fact) - on the screen, in the JSON and as a
+    JUnit test case C(diagnosis).
   - 'A node is V(unreachable), V(needs_reboot), V(fail) (a failed validation check or task), V(pass), V(not_validated)
     or V(not_run).'
   - Enable it with C(ANSIBLE_CALLBACKS_ENABLED=accel.nodes.fleet_report), or C(callbacks_enabled) in C(ansible.cfg).
@@ -145,6 +149,8 @@ class CallbackModule(CallbackBase):
         facts = result._result.get('ansible_facts') or {}
         if isinstance(facts.get('accelerator_validation'), dict):
             seen['validation'] = facts['accelerator_validation']
+        if isinstance(facts.get('accel_nodes_diagnosis'), list):
+            seen['findings'] = facts['accel_nodes_diagnosis']
         # Each driver role's own fact, the last value of each: a node waits for a reboot while either says so.
         waits = seen.setdefault('reboot_facts', {})
         for fact in REBOOT_FACTS:

@@ -37,6 +37,9 @@ def diagnose_probe(options: t.Any = None) -> dict:
         raise AnsibleFilterError('diagnose_probe: the input is the dict accel_nodes_diagnose_options, not %s'
                                  % type(options).__name__)
     merged = dict(_diagnose.PROBE, commands=dict(_diagnose.PROBE['commands']))
+    if (options or {}).get('facts') is not None:
+        # The caller has the accelerator facts (the validation role; a test's simulated node): none gathered again.
+        merged['accelerators'] = None
     for key in ('paths', 'directories', 'packages'):
         merged[key] = list(_diagnose.PROBE[key])
     for area in AREAS:
@@ -79,8 +82,11 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
              if p.startswith(tuple(d + '/' for d in _diagnose.CDI_DIRS)) and text(p)]
     found += _diagnose.cdi_findings(specs, _diagnose.loaded_version(sys_version, proc_version, smi.get('stdout')),
                                     kind=cdi_kind)
+    options = options or {}
+    if options.get('facts') is not None:
+        probe = dict(probe, ansible_facts=dict(probe.get('ansible_facts') or {}, accelerators=options['facts']))
     for area in AREAS:
-        found += area.findings(probe, options or {})
+        found += area.findings(probe, options)
     return sorted(found, key=lambda f: (_ORDER[f['severity']], f['id']))
 
 

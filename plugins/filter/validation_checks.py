@@ -17,6 +17,7 @@ import typing as t
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import validation_container_checks
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
 from ansible_collections.accel.nodes.plugins.filter.validation_cri import validation_cri_checks, validation_cri_engine
 
 LAYERS = ('host', 'runtime', 'container', 'cri')
@@ -333,16 +334,19 @@ def validation_checks(facts: dict[str, t.Any], layers: list[str] | None = None, 
 
 def validation_report(checks: list[Check], facts: dict[str, t.Any], engine: dict[str, t.Any] | None = None,
                       host: str = '', timestamp: str = '', ansible_core: str = '',
-                      cri: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
-    """The report (schema 1) of ansible_facts.accelerator_validation and validation.json."""
+                      cri: dict[str, t.Any] | None = None, findings: list[dict[str, t.Any]] | None = None) -> dict[str, t.Any]:
+    """The report (schema 1) of ansible_facts.accelerator_validation and validation.json. With the findings of
+    accel.nodes.diagnose_findings, the report holds them, and each failed check names those that explain it."""
     if not isinstance(checks, list) or not isinstance(facts, dict):
         raise AnsibleFilterError('validation_report: needs the checks as a list and the accelerator facts as a dict')
+    if findings is not None and not isinstance(findings, list):
+        raise AnsibleFilterError('validation_report: findings is the list accel.nodes.diagnose_findings returns')
     layers = {}
     for layer in LAYERS:
         statuses = [check.get('status') for check in checks if check.get('layer') == layer]
         layers[layer] = 'fail' if 'fail' in statuses else 'pass' if 'pass' in statuses else 'skip'
     nvidia = _dict(facts.get('nvidia'))
-    return {
+    report = {
         'schema_version': 1,
         'host': host,
         'timestamp': timestamp,
@@ -362,6 +366,10 @@ def validation_report(checks: list[Check], facts: dict[str, t.Any], engine: dict
         'problems': list(facts.get('problems') or []),
         'checks': checks,
     }
+    if findings is not None:
+        report['checks'] = _diagnose.explain(checks, findings)
+        report['findings'] = findings
+    return report
 
 
 def validation_summary(report: dict[str, t.Any]) -> str:
@@ -377,10 +385,13 @@ def validation_summary(report: dict[str, t.Any]) -> str:
 def validation_failure(report: dict[str, t.Any], report_path: str = '') -> str:
     """The failure message: the host, each failed check with what to do, and where the report is."""
     report = _dict(report)
-    failed = '; '.join('%s: %s' % (check['name'], check['detail'])
+    failed = '; '.join('%s: %s%s' % (check['name'], check['detail'],
+                                     ' (explained by %s)' % ', '.join(check['findings']) if check.get('findings') else '')
                        for check in report.get('checks') or [] if check.get('status') == 'fail')
-    return 'accelerator validation failed on %s: %s. Report: %s' % (
-        report.get('host'), failed, report_path or 'not written')
+    fixes = ' '.join('%s: %s' % (f['id'], f['fix']) for f in report.get('findings') or []
+                     if f['id'] in set(i for c in report.get('checks') or [] for i in c.get('findings') or []))
+    return 'accelerator validation failed on %s: %s.%s Report: %s' % (
+        report.get('host'), failed, ' Fix: %s' % fixes if fixes else '', report_path or 'not written')
 
 
 class FilterModule(object):

@@ -121,6 +121,40 @@ TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base',
                     'libnvidia-container1')
 
 
+# Which validation layers (accel.nodes.accelerator_validation: host, runtime, container, cri) a broken finding
+# explains a failure of, by the start of its id, the first match winning. A fault of the host breaks the host
+# checks and every container on it; one of Docker's registration breaks Docker's runtime and container checks, one of
+# containerd's the CRI pods; what the toolkit injects (its packages, CDI specs, /dev/char) breaks containers of both.
+EXPLAINS = (
+    ('runtime.docker.', ('runtime', 'container')),
+    ('runtime.containerd.', ('cri',)),
+    ('runtime.', ('runtime', 'container', 'cri')),
+    ('neuron.oci_hook.', ('runtime', 'container')),
+    ('toolkit.', ('container', 'cri')),
+    ('cdi.', ('container', 'cri')),
+    ('nvidia.dev_char.', ('container', 'cri')),
+    ('', ('host', 'container', 'cri')),
+)
+
+
+def explained_layers(finding_id: str) -> tuple:
+    """The validation layers whose failures a broken finding of this id explains (EXPLAINS)."""
+    return next(layers for prefix, layers in EXPLAINS if finding_id.startswith(prefix))
+
+
+def explain(checks: t.Sequence[t.Mapping], findings: t.Sequence[t.Mapping]) -> list[dict]:
+    """The checks, each failed one with `findings`: the ids of the broken findings that explain it (EXPLAINS).
+    A will_break finding explains nothing yet: it has not broken anything."""
+    broken = [f for f in findings if f.get('severity') == BROKEN]
+    linked = []
+    for check in checks:
+        check = dict(check)
+        if check.get('status') == 'fail':
+            check['findings'] = [f['id'] for f in broken if check.get('layer') in explained_layers(f['id'])]
+        linked.append(check)
+    return linked
+
+
 def finding(id_: str, severity: str, summary: str, evidence: t.Sequence[str], fix: str, source: str) -> dict:
     if severity not in SEVERITIES:
         raise ValueError('severity is one of %s, not %r' % (', '.join(SEVERITIES), severity))

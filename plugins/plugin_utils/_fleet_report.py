@@ -18,6 +18,10 @@ A node's status, first match wins:
   does not validate);
 - not_run: a play targeted it, but no task ran on it (the run stopped before its batch).
 
+Each node also lists the findings of accel.nodes.diagnose (issue 28): those its validation report holds (the role
+diagnoses a node that fails a check, and links each failed check to the findings that explain it), or those of the
+accel.nodes.diagnose playbook (its accel_nodes_diagnosis fact), so that one table shows what is wrong with many nodes.
+
 With a fail threshold (a percentage), the report also gives the run's verdict: the share of nodes that are
 unreachable, needs_reboot, fail or not_run, and exit status 0 when that share is at most the threshold, else 2
 (what ansible-playbook returns for failed hosts). not_validated is not bad: check mode and validate=false runs
@@ -40,24 +44,24 @@ EXIT_OVER_THRESHOLD = 2
 def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
     """One node of the report. seen: unreachable (message or None), failed ({task, msg} or None), validation
     (the accel.nodes.accelerator_validation report, or None), reboot_required (bool), ran (bool: a task ran on
-    it; default true)."""
+    it; default true), findings (the accel.nodes.diagnose playbook's, or None)."""
     validation = seen.get('validation') if isinstance(seen.get('validation'), dict) else None
     failed = seen.get('failed') or None
     layers = dict((validation or {}).get('layers') or {})
-    reasons: list[dict[str, str]] = []
+    reasons: list[dict[str, t.Any]] = []
     for check in (validation or {}).get('checks') or []:
         if check.get('status') == 'fail':
             reasons.append({'check': str(check.get('name')), 'layer': str(check.get('layer')),
-                            'detail': str(check.get('detail'))})
+                            'detail': str(check.get('detail')), 'findings': [str(i) for i in check.get('findings') or []]})
     if seen.get('unreachable'):
         status = 'unreachable'
-        reasons = [{'check': 'reach', 'layer': 'ansible', 'detail': str(seen['unreachable'])}]
+        reasons = [{'check': 'reach', 'layer': 'ansible', 'detail': str(seen['unreachable']), 'findings': []}]
     elif seen.get('reboot_required') and (validation or {}).get('status') != 'pass':
         status = 'needs_reboot'
         # site.yml fails such a node with why no reload could load the driver (issue 27): that is the reason.
         reasons.append({'check': 'reboot', 'layer': 'host',
                         'detail': str(failed.get('msg')) if failed and failed.get('msg') else
-                        'a new driver is installed and the node has not been rebooted to load it'})
+                        'a new driver is installed and the node has not been rebooted to load it', 'findings': []})
     elif (validation or {}).get('status') == 'fail' or failed:
         status = 'fail'
     elif (validation or {}).get('status') == 'pass':
@@ -68,8 +72,11 @@ def node(host: str, seen: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
         status = 'not_validated'
     if failed and status != 'unreachable' and not reasons:
         reasons.append({'check': 'task', 'layer': 'ansible',
-                        'detail': '%s: %s' % (failed.get('task'), failed.get('msg'))})
+                        'detail': '%s: %s' % (failed.get('task'), failed.get('msg')), 'findings': []})
+    findings = seen.get('findings') if isinstance(seen.get('findings'), list) else (validation or {}).get('findings')
     return {'host': host, 'status': status, 'layers': layers, 'reasons': reasons,
+            'findings': [dict((k, str(f.get(k))) for k in ('id', 'severity', 'summary', 'fix'))
+                         for f in findings or [] if isinstance(f, dict)],
             'vendors': list((validation or {}).get('vendors') or []),
             'validated_at': (validation or {}).get('timestamp')}
 
@@ -111,12 +118,17 @@ def build(seen: t.Mapping[str, t.Mapping[str, t.Any]], playbook: str, generated_
             'total': len(nodes), 'counts': counts, 'nodes': nodes, 'threshold': verdict(nodes, threshold, decided)}
 
 
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:width - 3] + '...'
+
+
 def _percent(value: float) -> str:
     return ('%.2f' % value).rstrip('0').rstrip('.') + '%'
 
 
 def text(report: t.Mapping[str, t.Any], width: int = 100) -> str:
-    """One screen: a line per node with each layer's status, then a line per reason."""
+    """One screen: a line per node with each layer's status, then a line per reason (and one naming the findings
+    that explain it), then a line per finding with its fix."""
     header = '%-28s %-13s %s' % ('NODE', 'STATUS', '  '.join('%-9s' % layer for layer in LAYERS))
     lines = ['accel.nodes fleet report: %d node(s)' % report['total'],
              '  ' + ', '.join('%d %s' % (report['counts'][s], s) for s in STATUSES if report['counts'][s]), header]
@@ -124,8 +136,12 @@ def text(report: t.Mapping[str, t.Any], width: int = 100) -> str:
         lines.append('%-28s %-13s %s' % (n['host'][:28], n['status'],
                                          '  '.join('%-9s' % n['layers'].get(layer, '-') for layer in LAYERS)))
         for reason in n['reasons']:
-            line = '    %s/%s: %s' % (reason['layer'], reason['check'], ' '.join(reason['detail'].split()))
-            lines.append(line if len(line) <= width else line[:width - 3] + '...')
+            lines.append(_cut('    %s/%s: %s' % (reason['layer'], reason['check'], ' '.join(reason['detail'].split())),
+                              width))
+            if reason['findings']:
+                lines.append(_cut('      explained by %s' % ', '.join(reason['findings']), width))
+        for f in n['findings']:
+            lines.append(_cut('    [%s] %s: %s' % (f['severity'], f['id'], ' '.join(f['fix'].split())), width))
     threshold = report.get('threshold')
     if threshold:
         lines.append('fail_threshold %s: %d of %d node(s) (%s) are %s or %s' % (
@@ -145,7 +161,7 @@ def to_json(report: t.Mapping[str, t.Any]) -> str:
 
 def junit(report: t.Mapping[str, t.Any]) -> str:
     """JUnit XML: a testsuite per node, a testcase per layer (skipped, passed or failed with the failed checks'
-    details), and for an unreachable node or one waiting for a reboot a testcase that errors or fails."""
+    details), a testcase for its diagnosis where it has findings (failed with the broken ones' fixes), and for an unreachable node or one waiting for a reboot a testcase that errors or fails."""
     suites = ElementTree.Element('testsuites', name='accel.nodes fleet report (%s)' % report['playbook'])
     total = failures = errors = skipped = 0
     for n in report['nodes']:
@@ -163,6 +179,10 @@ def junit(report: t.Mapping[str, t.Any]) -> str:
             extra = [r for r in n['reasons'] if r['layer'] == 'ansible' or r['check'] == 'reboot']
             for reason in extra:
                 cases.append((reason['check'], 'failure', reason['detail']))
+            if n['findings']:
+                broken = [f for f in n['findings'] if f['severity'] == 'broken']
+                cases.append(('diagnosis', 'failure' if broken else 'pass',
+                              '; '.join('%s: %s' % (f['id'], f['fix']) for f in broken)))
             if n['status'] in ('not_validated', 'not_run'):
                 cases.append(('validation', 'skipped', 'the node ran without a validation report'
                               if n['status'] == 'not_validated' else 'no task ran on the node'))

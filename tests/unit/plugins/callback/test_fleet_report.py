@@ -55,13 +55,44 @@ def test_each_status_and_its_reasons():
         ('cri', c['name']) for c in FAILING['checks'] if c['status'] == 'fail'}
     assert nodes['gpu-b']['layers'] == FAILING['layers']
     assert nodes['gpu-d']['reasons'] == [{'check': 'task', 'layer': 'ansible',
-                                          'detail': 'Install the NVIDIA driver: No package matching'}]
+                                          'detail': 'Install the NVIDIA driver: No package matching', 'findings': []}]
     assert any(r['check'] == 'reboot' for r in nodes['gpu-c']['reasons'])
     screen = _fleet_report.text(report)
     assert screen.splitlines()[:2] == ['accel.nodes fleet report: 7 node(s)',
                                        '  1 unreachable, 1 needs_reboot, 2 fail, 1 pass, 1 not_validated, 1 not_run']
     assert max(len(line) for line in screen.splitlines()) <= 100
     assert 'cri/cri_nvidia_cdi: ' in screen
+
+
+# A finding as accel.nodes.diagnose_findings gives it (module_utils/_diagnose.py), and one that only will break.
+SKEW = {'id': 'toolkit.packages.version_skew', 'severity': 'broken', 'summary': 'The toolkit packages differ.',
+        'evidence': ['package libnvidia-container-tools 1.17.8-1'], 'fix': 'Run accel.nodes.nvidia_container_toolkit.',
+        'source': 'packaging/debian/control'}
+SHADOWED = dict(SKEW, id='cdi.spec.shadowed', severity='will_break', fix='Remove the /etc/cdi copy.')
+
+
+def test_each_node_lists_its_findings_and_each_failed_check_those_that_explain_it():
+    from ansible_collections.accel.nodes.plugins.filter.validation_checks import validation_report
+    explained = validation_report(FAILING['checks'], {'vendors': ['nvidia']}, findings=[SKEW, SHADOWED])
+    report = _fleet_report.build({'validated': {'validation': explained},
+                                  'diagnosed': {'findings': [SHADOWED]},
+                                  'healthy': {'validation': PASSING}}, 'site.yml', '2026-11-28T02:00:00Z')
+    check_schema(report)
+    nodes = {n['host']: n for n in report['nodes']}
+    # The toolkit's packages break CRI pods: every failed cri check names the broken finding, not the will_break one.
+    assert nodes['validated']['reasons'] and all(r['findings'] == ['toolkit.packages.version_skew']
+                                                 for r in nodes['validated']['reasons'])
+    assert [f['id'] for f in nodes['validated']['findings']] == ['toolkit.packages.version_skew', 'cdi.spec.shadowed']
+    assert nodes['diagnosed']['findings'] == [dict((k, SHADOWED[k]) for k in ('id', 'severity', 'summary', 'fix'))]
+    assert nodes['diagnosed']['status'] == 'not_validated' and nodes['healthy']['findings'] == []
+    screen = _fleet_report.text(report).splitlines()
+    assert '      explained by toolkit.packages.version_skew' in screen
+    assert '    [will_break] cdi.spec.shadowed: Remove the /etc/cdi copy.' in screen
+    suites = dict((s.get('name'), s) for s in ElementTree.fromstring(_fleet_report.junit(report)).findall('testsuite'))
+    assert suites['validated'].find("testcase[@name='diagnosis']/failure").get('message') == (
+        'toolkit.packages.version_skew: Run accel.nodes.nvidia_container_toolkit.')
+    assert suites['diagnosed'].find("testcase[@name='diagnosis']/failure") is None
+    assert suites['healthy'].find("testcase[@name='diagnosis']") is None
 
 
 def test_junit_counts_what_the_report_says():
@@ -179,7 +210,8 @@ def test_a_roll_that_stops_lists_the_batches_it_never_reached(tmp_path):
                       'late-2': 'not_run'}, done.stdout
     broken = next(n for n in report['nodes'] if n['host'] == 'broken')
     assert broken['reasons'] == [{'check': 'task', 'layer': 'ansible',
-                                  'detail': 'A task that fails on one node: the driver package is missing'}]
+                                  'detail': 'A task that fails on one node: the driver package is missing',
+                                  'findings': []}]
 
 
 def test_the_threshold_verdict():

@@ -452,6 +452,35 @@ def test_the_report_of_the_node_with_a_gpu_missing():
         'hardware. Report: /var/lib/accel-nodes/validation.json')
 
 
+def _finding(id_, severity='broken'):
+    return {'id': id_, 'severity': severity, 'summary': id_, 'evidence': [], 'fix': 'fix ' + id_, 'source': 's'}
+
+
+def test_each_failed_check_names_the_broken_findings_of_its_layers():
+    """The node with a GPU missing, and Docker without the nvidia runtime: the host finding explains the host
+    check, Docker's registration finding the runtime check; a will_break finding and a containerd one explain
+    neither, and checks that passed name none."""
+    facts = p3_facts(3)
+    checks = judge(facts, docker_info(runtimes=('io.containerd.runc.v2', 'runc')), cuda=SKIPPED)
+    found = [_finding('gpu.missing'), _finding('runtime.docker.not_loaded'), _finding('runtime.containerd.x'),
+             _finding('cdi.spec.shadowed', 'will_break')]
+    report = validation_report(checks, facts, findings=found)
+    failed = dict((c['name'], c['findings']) for c in report['checks'] if c['status'] == 'fail')
+    assert failed == {'nvidia_gpus_present': ['gpu.missing'], 'runtime_nvidia': ['runtime.docker.not_loaded']}
+    assert all('findings' not in c for c in report['checks'] if c['status'] != 'fail')
+    assert report['findings'] == found
+    assert validation_failure(report, '').startswith(
+        'accelerator validation failed on : nvidia_gpus_present: 3 GPU(s) on the PCI bus')
+    message = validation_failure(report, '')
+    assert '(explained by gpu.missing); runtime_nvidia: ' in message
+    assert message.endswith('(explained by runtime.docker.not_loaded). Fix: gpu.missing: fix gpu.missing '
+                            'runtime.docker.not_loaded: fix runtime.docker.not_loaded Report: not written')
+    # Without a diagnosis the report is as before: no findings key at all.
+    assert 'findings' not in validation_report(checks, facts)
+    with pytest.raises(AnsibleFilterError, match='findings is the list'):
+        validation_report(checks, facts, findings={'id': 'x'})
+
+
 def test_summary_of_a_passing_node_and_of_no_accelerator():
     assert validation_summary(H100_REPORT) == (
         'accelerator validation PASS (nvidia): container pass, host pass, runtime pass'

@@ -281,7 +281,8 @@ def test_the_playbook_passes_node_probe_every_input_of_the_probe():
     probe_task = [task for task in play['tasks'] if 'accel.nodes.node_probe' in task][0]
     assert sorted(probe_task['accel.nodes.node_probe']) == sorted(diagnose.diagnose_probe({}))
     for key, value in probe_task['accel.nodes.node_probe'].items():
-        assert value == '{{ accel_nodes_diagnose_probe.%s }}' % key
+        assert value == '{{ accel_nodes_diagnose_probe.%s%s }}' % (key, ' | default(omit, true)' if key == 'accelerators'
+                                                                   else '')
 
 
 def test_the_probe_holds_every_area_s_inputs_once():
@@ -296,6 +297,32 @@ def test_the_probe_holds_every_area_s_inputs_once():
         assert len(probe[key]) == len(set(probe[key]))
     with pytest.raises(AnsibleFilterError, match='accel_nodes_diagnose_options'):
         diagnose.diagnose_probe(['nope'])
+
+
+def test_facts_the_caller_has_are_not_gathered_again_and_are_what_the_areas_judge():
+    facts = {'schema_version': 1, 'vendors': ['nvidia']}
+    assert diagnose.diagnose_probe({'facts': facts})['accelerators'] is None
+    seen = []
+
+    class Area(object):
+        PROBE: dict = {}
+
+        @staticmethod
+        def findings(probe, options):
+            seen.append((probe['ansible_facts']['accelerators'], options))
+            return []
+
+    areas = diagnose.AREAS
+    diagnose.AREAS = (Area,)
+    try:
+        diagnose.diagnose_findings(dict(_probe(), ansible_facts={'accelerators': {'vendors': []}}), cdi_kind=KIND,
+                                   options={'facts': facts})
+        diagnose.diagnose_findings(dict(_probe(), ansible_facts={'accelerators': {'vendors': []}}), cdi_kind=KIND)
+    finally:
+        diagnose.AREAS = areas
+    assert seen == [(facts, {'facts': facts}), ({'vendors': []}, {})]
+    with pytest.raises(AnsibleFilterError, match='options is the dict'):
+        diagnose.diagnose_findings(_probe(), options=['nope'])
 
 
 def test_without_the_module_version_the_loaded_driver_is_the_one_nvidia_smi_reports():
