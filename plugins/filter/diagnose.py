@@ -13,8 +13,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.accel.nodes.plugins.module_utils import (_diagnose, _diagnose_host, _diagnose_neuron,
-                                                                 _diagnose_runtime)
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_host, _diagnose_neuron
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose_runtime
 
 # The areas beyond the NVIDIA driver, GPU health, CDI and toolkit findings of _diagnose: each has its PROBE and its
 # findings(probe, options).
@@ -72,6 +72,8 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
     proc_version = text(_diagnose.PROC_VERSION)
     libraries = _diagnose.active_libraries(dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS))
     found = _diagnose.driver_mismatch(sys_version, proc_version, libraries)
+    found += _diagnose.libraries_not_found(sys_version, proc_version, commands.get('ldcache') or {},
+                                           dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS))
     found += _diagnose.xid_findings((commands.get('kernel_log') or {}).get('stdout') or '')
     smi = commands.get('nvidia_smi_xml') or {}
     found += _diagnose.smi_timeout(smi.get('rc'), _diagnose.SMI_TIMEOUT_S)

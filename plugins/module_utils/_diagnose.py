@@ -52,6 +52,10 @@ SOURCES = {
     'cdi_conflict': 'CDI (tags.cncf.io/container-device-interface) pkg/cdi/cache.go: a device in a spec of a later '
                     'spec directory (/var/run/cdi) wins over /etc/cdi; two specs of one directory that define it '
                     'conflict and the device is dropped ("unresolvable CDI devices")',
+    'libraries': ('nvidia-container-toolkit pkg/lookup/library.go NewLibraryLocator: the driver\'s libraries are '
+                  'looked up by dlopen, then in fixed directories (/usr/lib64, /usr/lib/<triplet>, ...), then in the '
+                  'loader\'s cache, /etc/ld.so.cache (internal/ldcache); ld.so(8): the loader searches that cache, '
+                  'then the default directories; ldconfig(8) rebuilds the cache from /etc/ld.so.conf'),
     'cdi_stale': 'nvidia-container-toolkit cdi generate: the spec mounts the driver\'s libraries by versioned path '
                  '(libcuda.so.<version>) and passes --host-driver-version; docs "Support for Container Device '
                  'Interface": regenerate the spec after a driver change',
@@ -114,6 +118,7 @@ PROBE = {
     'packages': ['^nvidia-container-toolkit', '^libnvidia-container'],
     # nvidia-smi can hang on a broken GPU: coreutils' timeout bounds it.
     'commands': {'nvidia_smi_xml': ['timeout', str(SMI_TIMEOUT_S), 'nvidia-smi', '-q', '-x'],
+                 'ldcache': ['ldconfig', '-p'],
                  'kernel_log': ['journalctl', '--dmesg', '--boot', '--no-pager', '--output=short-iso',
                                 '--grep=NVRM: Xid']},
 }
@@ -223,6 +228,45 @@ def driver_mismatch(sys_version: t.Optional[str], proc_version: t.Optional[str],
         'Reboot the node, or load the new module without one where nothing holds the GPUs: run accel.nodes.site '
         '(nvidia_driver_reload, with nvidia_driver_stop_gpu_work to stop GPU work first).',
         SOURCES['mismatch'])]
+
+
+# ldconfig -p: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+_LDCACHE_RE = re.compile(r'^\s*(\S+) \(([^)]*)\) => (\S+)$')
+LOADER_NAMES = ('libcuda.so.1', 'libnvidia-ml.so.1')
+
+
+def ldcache_entries(ldconfig_p: str) -> dict[str, list[str]]:
+    """{soname: [paths]} of `ldconfig -p`."""
+    found: dict[str, list[str]] = {}
+    for line in (ldconfig_p or '').splitlines():
+        match = _LDCACHE_RE.match(line)
+        if match:
+            found.setdefault(match.group(1), []).append(match.group(3))
+    return found
+
+
+def libraries_not_found(sys_version: t.Optional[str], proc_version: t.Optional[str], ldcache: t.Mapping,
+                        directories: t.Mapping[str, t.Optional[t.Mapping[str, t.Optional[str]]]]) -> list[dict]:
+    """nvidia.libraries.not_found: the NVIDIA module is loaded, but libcuda.so.1 or libnvidia-ml.so.1 is neither in
+    the toolkit's library directories nor in the loader's cache, so no process, and no container the toolkit
+    sets up, finds it. ldcache: node_probe's answer to `ldconfig -p`; directories: node_probe's listing of
+    LIBRARY_DIRS."""
+    loaded = loaded_version(sys_version, proc_version)
+    if not loaded or (ldcache or {}).get('rc') != 0:
+        return []
+    cached = ldcache_entries(ldcache.get('stdout') or '')
+    missing = [name for name in LOADER_NAMES if name not in cached
+               and not any(name in (entries or {}) for entries in directories.values())]
+    if not missing:
+        return []
+    return [finding(
+        'nvidia.libraries.not_found', BROKEN,
+        'The NVIDIA driver %s is loaded, but %s cannot be found: CUDA programs and nvidia-smi fail, and the '
+        'toolkit cannot give the libraries to containers.' % (loaded, ' and '.join(missing)),
+        ['ldconfig -p: no %s' % name for name in missing]
+        + ['not in %s' % ', '.join(sorted(d for d in directories))],
+        'Install the driver\'s user-space libraries (accel.nodes.nvidia_driver), or, where the driver lives '
+        'elsewhere, name its library directory in /etc/ld.so.conf.d and run ldconfig.', SOURCES['libraries'])]
 
 
 def xid_events(kernel_log: str) -> list[dict]:

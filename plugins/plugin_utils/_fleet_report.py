@@ -161,7 +161,8 @@ def to_json(report: t.Mapping[str, t.Any]) -> str:
 
 def junit(report: t.Mapping[str, t.Any]) -> str:
     """JUnit XML: a testsuite per node, a testcase per layer (skipped, passed or failed with the failed checks'
-    details), a testcase for its diagnosis where it has findings (failed with the broken ones' fixes), and for an unreachable node or one waiting for a reboot a testcase that errors or fails."""
+    details), a testcase for its diagnosis where it has findings (failed with the broken ones' fixes), and for an
+    unreachable node or one waiting for a reboot a testcase that errors or fails."""
     suites = ElementTree.Element('testsuites', name='accel.nodes fleet report (%s)' % report['playbook'])
     total = failures = errors = skipped = 0
     for n in report['nodes']:

@@ -454,6 +454,38 @@ if [ "$toolkit" != 1.17.8 ] && [ "${ACCEL_HW_TOOLKIT_NEW:-1}" = 1 ]; then
   diagnose diagnose-stale
   in_node rm -f /etc/cdi/nvidia.yaml
   diagnose diagnose-fixed
+  # The issue's other GPU faults, each made in the node (never on the host),
+  # diagnosed, fixed as the finding says, and diagnosed again. The loader's
+  # cache as it is, for the unit tests:
+  in_node ldconfig -p >"$out/ldconfig-p.txt" 2>&1 || :
+  # libcuda hidden from the loader: the driver root's directory out of ld.so.conf.d.
+  in_node sh -c 'mv /etc/ld.so.conf.d/000-accel-hw-driver.conf /tmp/ && ldconfig'
+  in_node ldconfig -p >"$out/ldconfig-p-hidden.txt" 2>&1 || :
+  diagnose diagnose-libraries-hidden
+  in_node sh -c 'mv /tmp/000-accel-hw-driver.conf /etc/ld.so.conf.d/ && ldconfig'
+  diagnose diagnose-libraries-fixed
+  # The nvidia runtime in daemon.json, but not in the running Docker: Docker
+  # restarted without it, then the file put back without a restart. The
+  # validation fails, and its report names the finding that explains it.
+  in_node sh -c 'cp /etc/docker/daemon.json /tmp/daemon.json && python3 -c "
+import json; d = json.load(open(\"/tmp/daemon.json\")); d.get(\"runtimes\", {}).pop(\"nvidia\", None)
+d.pop(\"default-runtime\", None); json.dump(d, open(\"/etc/docker/daemon.json\", \"w\"), indent=2)" &&
+    systemctl restart docker && cp /tmp/daemon.json /etc/docker/daemon.json'
+  diagnose diagnose-runtime-not-loaded
+  play validate-runtime-not-loaded "$books/validate.yml" -e accelerator_validation_fail=false
+  cp "$report" "$out/validation-runtime-not-loaded.json" 2>/dev/null || :
+  log "validate-runtime-not-loaded: $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+print(r["status"], "; ".join("%s explained by %s" % (c["name"], ",".join(c.get("findings") or []) or "nothing")
+                              for c in r["checks"] if c["status"] == "fail"))' "$out/validation-runtime-not-loaded.json" 2>&1)"
+  in_node systemctl restart docker
+  diagnose diagnose-runtime-restarted
+  # /dev/char links of the NVIDIA device nodes removed (Docker's cgroup driver
+  # decides whether that is a finding), then put back as the fix says.
+  log "dev/char: Docker's cgroup driver $(in_node docker info --format '{{.CgroupDriver}}')"
+  in_node sh -c "find /dev/char -maxdepth 1 -lname '*nvidia*' -delete"
+  diagnose diagnose-dev-char-missing
+  in_node nvidia-ctk system create-dev-char-symlinks --create-all >/dev/null 2>&1 || :
+  diagnose diagnose-dev-char-fixed
   # A driver change under the units: modules.dep changes, the path unit starts the service.
   in_node sh -c 'stat -c %Y /var/run/cdi/nvidia.yaml >/tmp/spec-mtime; sleep 1.1; echo >>/lib/modules/$(uname -r)/modules.dep; sleep 4'
   log "vendor: driver change: spec rewritten by the units: $(in_node sh -c '[ $(stat -c %Y /var/run/cdi/nvidia.yaml) -gt $(cat /tmp/spec-mtime) ] && echo yes || echo no')"

@@ -392,3 +392,36 @@ def test_nvidia_smi_that_times_out_is_a_finding():
 def test_xid_63_alone_is_no_finding():
     """The catalog's action for 63 (a row remap event) is IGNORE: a pending remap is gpu.row_remap.pending."""
     assert _diagnose.xid_findings('kernel: NVRM: Xid (PCI:0000:3b:00): 63, pid=1, name=x, Row Remapper: New row') == []
+
+
+# --- libraries the loader cannot find -----------------------------------------------------------------------------
+
+LDCONFIG = (FIXTURES / 'diagnose' / 'nvidia' / 'ldconfig-p-debian12-no-driver.txt').read_text()
+# One line of ldconfig -p's own format added to the real capture: a cache that has the driver's libcuda.
+LIBCUDA_LINE = '\tlibcuda.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so.1\n'
+NO_LIBRARIES = {'/usr/lib/x86_64-linux-gnu': {'libc.so.6': None}, '/usr/lib64': None}
+
+
+def test_the_real_cache_is_read_by_soname():
+    cached = _diagnose.ldcache_entries(LDCONFIG)
+    assert cached['libz3.so.4'] == ['/lib/x86_64-linux-gnu/libz3.so.4']
+    assert 'libcuda.so.1' not in cached and len(cached) > 500
+    assert _diagnose.ldcache_entries(LDCONFIG + LIBCUDA_LINE)['libcuda.so.1'] == ['/usr/local/nvidia/lib64/libcuda.so.1']
+
+
+def test_a_loaded_driver_whose_libraries_nothing_finds_is_broken():
+    found = _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': LDCONFIG}, NO_LIBRARIES)
+    check_shape(found)
+    assert ids(found) == ['nvidia.libraries.not_found'] and found[0]['severity'] == 'broken'
+    assert found[0]['evidence'][:2] == ['ldconfig -p: no libcuda.so.1', 'ldconfig -p: no libnvidia-ml.so.1']
+    assert 'driver 580.159.04 is loaded' in found[0]['summary'] and 'ldconfig' in found[0]['fix']
+    # libcuda in the cache, libnvidia-ml in a directory the toolkit searches: both found.
+    dirs = dict(NO_LIBRARIES, **{'/usr/lib64': {'libnvidia-ml.so.1': 'libnvidia-ml.so.580.159.04'}})
+    only_ml = _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': LDCONFIG + LIBCUDA_LINE}, NO_LIBRARIES)
+    assert only_ml[0]['evidence'][0] == 'ldconfig -p: no libnvidia-ml.so.1'
+    assert _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': LDCONFIG + LIBCUDA_LINE}, dirs) == []
+
+
+def test_no_loaded_driver_or_no_answer_from_ldconfig_is_not_this_finding():
+    assert _diagnose.libraries_not_found(None, None, {'rc': 0, 'stdout': LDCONFIG}, NO_LIBRARIES) == []
+    assert _diagnose.libraries_not_found(None, H200_PROC, {'rc': 127, 'stdout': ''}, NO_LIBRARIES) == []
