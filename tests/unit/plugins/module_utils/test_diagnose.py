@@ -1,6 +1,8 @@
 """The diagnose findings (issue 28) on real captures: the H200's nvidia-smi XML and /proc version, the toolkit's own
 golden CDI spec, and NVIDIA's documented kernel log lines. tests/fixtures/diagnose/README.md names each source."""
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,20 +12,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.accel.nodes.plugins.filter import diagnose
 from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
 
+sys.path.insert(0, os.path.dirname(__file__))
+from diagnose_shape import check_shape, ids  # noqa: E402  pylint: disable=wrong-import-position
+
 FIXTURES = Path(__file__).resolve().parents[3] / 'fixtures'
 H200_XML = (FIXTURES / 'facts' / 'commands' / 'nvidia-smi' / 'h200-v13.xml').read_text()
 H200_PROC = (FIXTURES / 'facts' / 'roots' / 'h200' / 'proc' / 'driver' / 'nvidia' / 'version').read_text()
 GOLDEN_CDI = yaml.safe_load((FIXTURES / 'diagnose' / 'cdi-spec-nvidia-ctk-1.20.0-golden.yaml').read_text())
-
-
-def ids(findings):
-    return [f['id'] for f in findings]
-
-
-def check_shape(findings):
-    for f in findings:
-        assert set(f) == {'id', 'severity', 'summary', 'evidence', 'fix', 'source'}
-        assert f['severity'] in _diagnose.SEVERITIES and f['evidence'] and f['fix'] and f['source']
 
 
 # --- driver/library mismatch -------------------------------------------------------------------------------------

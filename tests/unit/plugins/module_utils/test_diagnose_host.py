@@ -7,11 +7,16 @@ captures and the efivarfs layout. tests/fixtures/diagnose/host/README.md names e
 
 from __future__ import annotations
 
+import os
+import sys
 import re
 from pathlib import Path
 
 from ansible_collections.accel.nodes.plugins.filter import diagnose
-from ansible_collections.accel.nodes.plugins.module_utils import _accelerators, _diagnose, _diagnose_host
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_host
+
+sys.path.insert(0, os.path.dirname(__file__))
+from diagnose_shape import gather, ids  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = Path(__file__).resolve().parents[3] / 'fixtures'
 HOST = FIXTURES / 'diagnose' / 'host'
@@ -23,28 +28,9 @@ INSTALLED = ['6.1.0-98-cloud-amd64', '6.1.0-99-cloud-amd64']
 RUNNING = '6.18.44-fc-v657'
 
 
-class FakeModule:
-    """What _accelerators.gather asks of a module under a fake root: its params (no tool runs there)."""
-
-    def __init__(self, root):
-        self.params = dict(root=str(root), gather=list(_diagnose.FACTS_GATHER), nvidia_smi_path=None,
-                           neuron_ls_path=None, instance_type=None, image=False, nvswitch=None, imds_timeout=0)
-
-    def run_command(self, *args, **kwargs):
-        raise AssertionError('no tool runs under a fake root')
-
-
-def gather(root):
-    return _accelerators.gather(FakeModule(root), None)
-
-
 def latin(path):
     """An efivarfs file as node_probe gives it: its bytes, each one character (they are all ASCII)."""
     return path.read_bytes().decode('latin-1')
-
-
-def ids(found):
-    return [f['id'] for f in found]
 
 
 def command(stdout='', rc=0, stderr=''):

@@ -7,33 +7,23 @@ tests/fixtures/diagnose/neuron/README.md names each source."""
 
 from __future__ import annotations
 
+import os
+import sys
 import shutil
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.accel.nodes.plugins.filter import diagnose
-from ansible_collections.accel.nodes.plugins.module_utils import _accelerators, _diagnose, _diagnose_neuron, _node_probe
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_neuron, _node_probe
+
+sys.path.insert(0, os.path.dirname(__file__))
+from diagnose_shape import check_shape, gather, ids  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = Path(__file__).resolve().parents[3] / 'fixtures'
 NEURON = FIXTURES / 'diagnose' / 'neuron'
 FIND_INF1 = (NEURON / 'find-dev-inf1.6xlarge.txt').read_text()
 PROBE_PATHS = _diagnose_neuron.PROBE['paths']
-
-
-class FakeModule:
-    """What _accelerators.gather asks of a module under a fake root: its params (no tool runs there)."""
-
-    def __init__(self, root):
-        self.params = dict(root=str(root), gather=list(_diagnose.FACTS_GATHER), nvidia_smi_path=None,
-                           neuron_ls_path=None, instance_type=None, image=False, nvswitch=None, imds_timeout=0)
-
-    def run_command(self, *args, **kwargs):
-        raise AssertionError('no tool runs under a fake root')
-
-
-def gather(root):
-    return _accelerators.gather(FakeModule(root), None)
 
 
 @pytest.fixture
@@ -72,16 +62,6 @@ def probe(accelerators, paths=None, packages=None, find=FIND_INF1, find_rc=0, oc
 
 def dkms(version):
     return {'aws-neuronx-dkms': {'version': version, 'selection': 'hold', 'status': 'installed'}}
-
-
-def ids(found):
-    return [f['id'] for f in found]
-
-
-def check_shape(found):
-    for f in found:
-        assert set(f) == {'id', 'severity', 'summary', 'evidence', 'fix', 'source'}
-        assert f['severity'] in _diagnose.SEVERITIES and f['evidence'] and f['fix'] and f['source']
 
 
 def loaded_paths(tmp_path):

@@ -2,12 +2,17 @@
 binaries, containerd's merged config, and the /dev/char links under the systemd cgroup driver. The inputs are
 real captures; tests/fixtures/diagnose/runtime/README.md names each source, and each test says what it changed."""
 
+import os
+import sys
 import copy
 import json
 from pathlib import Path
 
 from ansible_collections.accel.nodes.plugins.filter import diagnose
-from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_runtime as runtime
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose_runtime as runtime
+
+sys.path.insert(0, os.path.dirname(__file__))
+from diagnose_shape import check_shape, ids  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = Path(__file__).resolve().parents[3] / 'fixtures'
 HERE = FIXTURES / 'diagnose' / 'runtime'
@@ -25,16 +30,6 @@ DROP_IN_V2 = (FIXTURES / 'containerd' / 'nvidia-ctk-1.20.0' / 'v2' / '99-nvidia.
 DROP_IN_V3 = (FIXTURES / 'containerd' / 'nvidia-ctk-1.20.0' / 'v3' / '99-nvidia.toml').read_text()
 H100_LINKS = dict(line.split(' -> ') for line in
                   (FIXTURES / 'dev_char' / 'h100-dev-char-nvidia-links.txt').read_text().splitlines())
-
-
-def ids(findings):
-    return [f['id'] for f in findings]
-
-
-def check_shape(findings):
-    for f in findings:
-        assert set(f) == {'id', 'severity', 'summary', 'evidence', 'fix', 'source'}
-        assert f['severity'] in _diagnose.SEVERITIES and f['evidence'] and f['fix'] and f['source']
 
 
 def ok(stdout, rc=0):
