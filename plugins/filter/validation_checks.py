@@ -10,14 +10,13 @@ validation_failure.yml next to this file."""
 
 from __future__ import annotations
 
-import json
 import re
 import typing as t
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.validation_containers import validation_container_checks
-from ansible_collections.accel.nodes.plugins.module_utils import _diagnose
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_runtime
 from ansible_collections.accel.nodes.plugins.filter.validation_cri import validation_cri_checks, validation_cri_engine
 
 LAYERS = ('host', 'runtime', 'container', 'cri')
@@ -127,14 +126,7 @@ def _docker_info(result: dict[str, t.Any] | None) -> tuple[bool, dict[str, t.Any
     (None, or a skipped result) or found no docker (127), info {} when the daemon did not answer."""
     result = _dict(result)
     missing = not result or bool(result.get('skipped')) or result.get('rc') == 127
-    stdout = str(result.get('stdout') or '')
-    info: dict[str, t.Any] = {}
-    if not missing and result.get('rc') == 0 and stdout.startswith('{'):
-        try:
-            info = _dict(json.loads(stdout))
-        except ValueError:
-            info = {}
-    return missing, info
+    return missing, {} if missing else _diagnose_runtime.docker_info(result) or {}
 
 
 def _runtimes(info: dict[str, t.Any]) -> list[str]:

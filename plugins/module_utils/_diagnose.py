@@ -160,6 +160,11 @@ def explain(checks: t.Sequence[t.Mapping], findings: t.Sequence[t.Mapping]) -> l
     return linked
 
 
+def accelerators(probe: t.Mapping) -> dict:
+    """The accelerator facts of a node_probe result (or those the caller gave, diagnose_findings' options.facts)."""
+    return (probe.get('ansible_facts') or {}).get('accelerators') or {}
+
+
 def finding(id_: str, severity: str, summary: str, evidence: t.Sequence[str], fix: str, source: str) -> dict:
     if severity not in SEVERITIES:
         raise ValueError('severity is one of %s, not %r' % (', '.join(SEVERITIES), severity))

@@ -139,10 +139,6 @@ def os_release_id(text: t.Optional[str]) -> t.Optional[str]:
     return None
 
 
-def _facts(probe: t.Mapping) -> dict:
-    return ((probe.get('ansible_facts') or {}).get('accelerators')) or {}
-
-
 # -- kernels and DKMS -------------------------------------------------------------------------------------------
 
 def kernels(release: t.Optional[str], installed: t.Optional[t.Iterable[str]], files: str) -> list[dict]:
@@ -416,7 +412,7 @@ def fabric_findings(present: bool, unit: t.Optional[dict], packages: t.Mapping[s
 
 def findings(probe: t.Mapping, options: t.Mapping) -> list[dict]:
     """The findings of this area in a node_probe result; options: the playbook's accel_nodes_diagnose_options."""
-    facts = _facts(probe)
+    facts = _diagnose.accelerators(probe)
     nvidia = facts.get('nvidia') or {}
     modules = (facts.get('observed') or {}).get('kernel_modules') or []
     release = (_command(probe, 'host_kernel_release') or {}).get('stdout') or None

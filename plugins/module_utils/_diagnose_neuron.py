@@ -90,10 +90,6 @@ SOURCES = {
 _NODE_RE = re.compile(r'^(/dev/neuron(\d+)) ([0-7]+) (\S)$')
 
 
-def _accelerators(probe: t.Mapping) -> t.Mapping:
-    return (probe.get('ansible_facts') or {}).get('accelerators') or {}
-
-
 def pci_devices(accelerators: t.Mapping) -> list[t.Mapping]:
     """The Neuron devices the facts found on the PCI bus (those neuron-ls alone reports have no PCI device id)."""
     return [d for d in ((accelerators.get('neuron') or {}).get('devices') or [])
@@ -308,7 +304,7 @@ def device_mode(value: t.Any) -> str:
 
 def findings(probe: t.Mapping, options: t.Mapping) -> list[dict]:
     """The findings of this area in a node_probe result; options: the playbook's accel_nodes_diagnose_options."""
-    accelerators = _accelerators(probe)
+    accelerators = _diagnose.accelerators(probe)
     devices = pci_devices(accelerators)
     if not devices:
         return []

@@ -113,8 +113,7 @@ def _text(probe: t.Mapping, path: str) -> t.Optional[str]:
 
 def docker_info(result: t.Mapping) -> t.Optional[dict]:
     """`docker info --format '{{json .}}'`, parsed; None where Docker is not installed (127), did not answer, or
-    answered something else. validation_checks._docker_info reads the same answer; it lives in a filter plugin,
-    which module_utils cannot import."""
+    answered something else. The validation (filter validation_checks) reads Docker's answer with it too."""
     stdout = str((result or {}).get('stdout') or '').strip()
     if (result or {}).get('rc') != 0 or not stdout.startswith('{'):
         return None
