@@ -70,10 +70,9 @@ def diagnose_findings(probe: t.Any, persistence_wanted: t.Any = False, cdi_kind:
 
     sys_version = text(_diagnose.SYS_VERSION)
     proc_version = text(_diagnose.PROC_VERSION)
-    libraries = _diagnose.active_libraries(dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS))
-    found = _diagnose.driver_mismatch(sys_version, proc_version, libraries)
-    found += _diagnose.libraries_not_found(sys_version, proc_version, commands.get('ldcache') or {},
-                                           dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS))
+    library_dirs = dict((d, directories.get(d)) for d in _diagnose.LIBRARY_DIRS)
+    found = _diagnose.driver_mismatch(sys_version, proc_version, _diagnose.active_libraries(library_dirs))
+    found += _diagnose.libraries_not_found(sys_version, proc_version, commands.get('ldcache') or {}, library_dirs)
     found += _diagnose.xid_findings((commands.get('kernel_log') or {}).get('stdout') or '')
     smi = commands.get('nvidia_smi_xml') or {}
     found += _diagnose.smi_timeout(smi.get('rc'), _diagnose.SMI_TIMEOUT_S)
