@@ -6,6 +6,8 @@
 # Molecule scenario, and the chroot bake. Prints a timing summary per stage at
 # the end.
 #   tests/rig/test-all.sh [stage ...]     (default: all stages)
+#   ACCEL_TEST_LANES=N ACCEL_TEST_ONLY=REGEX tests/rig/test-all.sh molecule
+#     (how many jobs of the pool run at a time; which of them run, by label)
 # When the stages include molecule, what it needs (tests/doubles/build-repos.sh,
 # which builds the build root and the toolkit packages, then the node images of
 # molecule and extra_runs) is built in the background from the first stage after
@@ -98,22 +100,82 @@ extra_runs=(
   "nvidia_container_toolkit_containerd trixie"
   "nvidia_container_toolkit_containerd forky-engines:host"
 )
-molecule_all() {
-  local s run args
-  if ! { tests/rig/node-image.sh bookworm >/dev/null && tests/doubles/build-repos.sh >/dev/null; }; then
-    summary+=("$(printf '%-28s %5s   %s' "molecule (image, repos)" - "FAILED: no scenario ran")")
-    failed=$((failed + 1))
-    return 1
-  fi
+# The Molecule scenarios, the extra runs, the kill tier and the chroot bake run
+# as jobs of a pool, ACCEL_TEST_LANES (default 2) at a time: one run of Ansible
+# against its nodes leaves a core idle most of the time (it waits on the
+# nodes' dpkg, systemd and Docker), and the suite must stay inside CI's 90
+# minutes (tests/benchmarks/README.md, "The suite in lanes"). Each job has its
+# own Molecule ephemeral directory and node-name prefix, so that two runs of
+# one scenario never share nodes or an inventory. Its output goes to
+# build/logs/JOB.log and is printed in whole when the job ends; the longest
+# jobs start first.
+pool=()     # "label|prefix|command ..." of the jobs to run
+pool_add() { # label prefix command...
+  local IFS=' '
+  # ACCEL_TEST_ONLY, an extended regular expression, keeps the jobs whose label matches.
+  [[ "$1" =~ ${ACCEL_TEST_ONLY:-.} ]] && pool+=("$1|$2|${*:3}")
+}
+molecule_jobs() {
+  local s run args slug
   for s in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$s")")
-    stage "molecule $s" tests/rig/molecule.sh "$s" test || true
+    pool_add "molecule $s" accel tests/rig/molecule.sh "$s" test
   done
   for run in "${extra_runs[@]}"; do
     read -r -a args <<<"$run"
-    stage "molecule ${args[0]} @${args[1]}${args[2]:+ ${args[*]:2}}" \
-      tests/rig/molecule.sh --node "${args[1]}" "${args[0]}" test ${args[2]:+--} "${args[@]:2}" || true
+    slug=${args[1]%%:*}
+    pool_add "molecule ${args[0]} @${args[1]}${args[2]:+ ${args[*]:2}}" "${slug%%-*}" \
+      tests/rig/molecule.sh --node "${args[1]}" "${args[0]}" test ${args[2]:+--} "${args[@]:2}"
   done
+}
+# The jobs that take longest, longest first, from the timing summary of a run
+# of the suite (the README's test command); the others follow in the order added.
+long_jobs=("interrupted runs" "molecule site" "molecule site @forky-engines" "molecule site @trixie"
+  "chroot bake" "molecule fleet" "molecule neuron_device")
+pool_sort() {
+  local sorted=() rest=() job name
+  for name in "${long_jobs[@]}"; do
+    for job in "${pool[@]}"; do [ "${job%%|*}" != "$name" ] || sorted+=("$job"); done
+  done
+  for job in "${pool[@]}"; do
+    [[ " $(printf '|%s|' "${long_jobs[@]}") " == *"|${job%%|*}|"* ]] || rest+=("$job")
+  done
+  pool=("${sorted[@]}" "${rest[@]}")
+}
+pool_run() {
+  local lanes=${ACCEL_TEST_LANES:-2} logs=$top/build/logs next=0 running=0 pid job label prefix cmd slug
+  local -A label_of start_of log_of
+  mkdir -p "$logs"
+  printf '\n===== pool: %s jobs, %s at a time (logs: %s) =====\n' "${#pool[@]}" "$lanes" "$logs"
+  while [ "$next" -lt "${#pool[@]}" ] || [ "$running" -gt 0 ]; do
+    while [ "$running" -lt "$lanes" ] && [ "$next" -lt "${#pool[@]}" ]; do
+      IFS='|' read -r label prefix cmd <<<"${pool[$next]}"
+      slug=$(tr -c 'A-Za-z0-9_.=-' _ <<<"$label")
+      slug=${slug%_}
+      mkdir -p "$ansible_home/molecule/$slug"
+      # shellcheck disable=SC2086 # cmd is a list of words without spaces in them
+      ACCEL_NODE_PREFIX=$prefix MOLECULE_EPHEMERAL_DIRECTORY=$ansible_home/molecule/$slug \
+        $cmd >"$logs/$slug.log" 2>&1 </dev/null &
+      pid=$!
+      label_of[$pid]=$label start_of[$pid]=$(date +%s) log_of[$pid]=$logs/$slug.log
+      echo "pool: started $label"
+      next=$((next + 1)) running=$((running + 1))
+    done
+    wait -n -p pid
+    rc=$?
+    running=$((running - 1))
+    printf '\n===== %s =====\n' "${label_of[$pid]}"
+    cat "${log_of[$pid]}"
+    summary+=("$(printf '%-28s %5ss  %s' "${label_of[$pid]}" $(($(date +%s) - ${start_of[$pid]})) "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc $rc)")")")
+    if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  done
+  pool=()
+}
+molecule_ready() {
+  tests/rig/node-image.sh bookworm >/dev/null && tests/doubles/build-repos.sh >/dev/null && return 0
+  summary+=("$(printf '%-28s %5s   %s' "molecule (image, repos)" - "FAILED: no scenario ran")")
+  failed=$((failed + 1))
+  return 1
 }
 
 # The kill tier (tests/interrupt/run.sh): converge runs killed at fixed points on
@@ -169,7 +231,7 @@ for s in "${stages[@]}"; do
     prebuild=0
     prebuild_start
   fi
-  case $s in molecule | interrupt | chroot) prebuild_wait ;; esac
+  case $s in molecule | interrupt | chroot) prebuild_wait ;; *) [ ${#pool[@]} -eq 0 ] || { pool_sort; pool_run; } ;; esac
   case $s in
     host) stage host tests/rig/host.sh ;;
     venv) stage venv tests/rig/venv.sh .venv requirements/dev.txt ;;
@@ -178,14 +240,16 @@ for s in "${stages[@]}"; do
     lint) stage lint lint ;;
     sanity) stage sanity sanity ;;
     build) stage "build + ansible-doc" build ;;
-    molecule) molecule_all ;;
-    interrupt) stage "interrupted runs" interrupt ;;
+    # The pool's jobs (above) run together, once the stages before them ended.
+    molecule) ! molecule_ready || molecule_jobs ;;
+    interrupt) pool_add "interrupted runs" kill interrupt ;;
     # bake.yml through a real chroot (tests/chroot/README.md), on build hosts
     # with accelerators of another kind and without any: the images must match.
-    chroot) stage "chroot bake" tests/chroot/bake.sh g5 g5-nodev inf2 inf2-nodev ;;
+    chroot) pool_add "chroot bake" accel tests/chroot/bake.sh g5 g5-nodev inf2 inf2-nodev ;;
     *) echo "unknown stage $s" >&2; exit 2 ;;
   esac
 done
+[ ${#pool[@]} -eq 0 ] || { pool_sort; pool_run; }
 
 printf '\n===== timing summary =====\n'
 printf '%s\n' "${summary[@]}"
