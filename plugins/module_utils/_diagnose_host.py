@@ -38,6 +38,13 @@ DKMS_MODULE = 'nvidia*'
 KERNEL_FILES = ['find', '-L', '/lib/modules', '/boot', '-mindepth', '1', '-maxdepth', '3',
                 '(', '-path', '/boot/vmlinuz-*', '-o', '-path', '/lib/modules/*/vmlinuz',
                 '-o', '-path', '/lib/modules/*/build/include', ')', '-print']
+# The nouveau module of each kernel under /lib/modules: in-tree modules install to
+# /lib/modules/<release>/kernel/<their source path> (the kernel's Documentation/kbuild/modules.rst, "Module
+# Installation"), nouveau's source being drivers/gpu/drm/nouveau/nouveau.ko, compressed where the kernel's
+# CONFIG_MODULE_COMPRESS says (.ko.xz, .ko.zst, .ko.gz). A kernel built without it (Debian's cloud flavour, a host
+# whose driver lives outside the node) cannot load it, and nothing needs blacklisting.
+NOUVEAU_MODULES = ['find', '/lib/modules', '-mindepth', '6', '-maxdepth', '6', '-path',
+                   '/lib/modules/*/kernel/drivers/gpu/drm/nouveau/nouveau.ko*', '-print']
 # kmod reads modprobe.d in these directories, *.conf only (modprobe.d(5)); NVIDIA's installer writes its nouveau
 # blacklist to the first and /usr/lib/modprobe.d (nvidia-installer kernel.c: modprobe_directories[]).
 MODPROBE_DIRS = ['/etc/modprobe.d', '/run/modprobe.d', '/usr/local/lib/modprobe.d', '/usr/lib/modprobe.d',
@@ -72,6 +79,7 @@ PROBE: dict = {
         'host_kernel_files': KERNEL_FILES,
         'host_dkms_status': ['dkms', 'status'],
         # The lines that keep nouveau off: kmod's blacklist (or an install command that loads nothing).
+        'host_nouveau_modules': NOUVEAU_MODULES,
         'host_nouveau_config': ['grep', '-rsHE', '--include=*.conf',
                                 r'^[[:space:]]*(blacklist|install)[[:space:]]+nouveau([[:space:]]|$)'] + MODPROBE_DIRS,
         # The signer of the nvidia module of the running kernel; kmod prints none for an unsigned file.
@@ -234,11 +242,13 @@ def nouveau_blacklisted(config_lines: str, cmdline: t.Optional[str]) -> list[str
 
 
 def nouveau_findings(has_gpus: bool, loaded: bool, nvidia_driver: bool, config: t.Optional[dict],
-                     cmdline: t.Optional[str]) -> list[dict]:
+                     cmdline: t.Optional[str], modules: t.Optional[dict] = None) -> list[dict]:
     """kernel.nouveau.loaded and kernel.nouveau.not_blacklisted on a node with NVIDIA GPUs.
 
     loaded: nouveau is loaded (/sys/module/nouveau, /proc/modules); nvidia_driver: the NVIDIA driver is installed or
-    loaded; config: the result of the host_nouveau_config grep (None where it did not run)."""
+    loaded; config: the result of the host_nouveau_config grep (None where it did not run); modules: the result of
+    host_nouveau_modules (NOUVEAU_MODULES): without a nouveau module under /lib/modules nothing needs blacklisting
+    (the real H200 node of tests/fixtures/hardware/h200-2026-11-28-issue28/ was flagged before this)."""
     if not has_gpus:
         return []
     found = []
@@ -253,14 +263,15 @@ def nouveau_findings(has_gpus: bool, loaded: bool, nvidia_driver: bool, config: 
             ['%s exists' % SYS_NOUVEAU],
             'Blacklist it, then reboot (nouveau drives the console and rarely unloads): %s.' % fix,
             SOURCES['nouveau']))
-    if nvidia_driver and config is not None and config.get('rc') in (0, 1, 2):
+    files = [line for line in ((modules or {}).get('stdout') or '').splitlines() if line.strip()]
+    if nvidia_driver and files and config is not None and config.get('rc') in (0, 1, 2):
         if not nouveau_blacklisted(config.get('stdout') or '', cmdline):
             found.append(_diagnose.finding(
                 'kernel.nouveau.not_blacklisted', WILL_BREAK,
                 'Nothing blacklists nouveau on a node with NVIDIA GPUs and the NVIDIA driver: at the next boot '
                 'nouveau may take the GPUs before the NVIDIA driver does.',
-                ['no "blacklist nouveau" in %s/*.conf' % ', '.join(MODPROBE_DIRS),
-                 'no modprobe.blacklist=nouveau in %s' % PROC_CMDLINE],
+                files[:4] + ['no "blacklist nouveau" in %s/*.conf' % ', '.join(MODPROBE_DIRS),
+                             'no modprobe.blacklist=nouveau in %s' % PROC_CMDLINE],
                 fix[0].upper() + fix[1:] + '.',
                 SOURCES['nouveau']))
     return found
@@ -434,7 +445,7 @@ def findings(probe: t.Mapping, options: t.Mapping) -> list[dict]:
     found += nouveau_findings(
         has_gpus, bool(_path(probe, SYS_NOUVEAU).get('exists') or 'nouveau' in modules),
         bool(entries or nvidia_loaded or loaded), _command(probe, 'host_nouveau_config'),
-        _path(probe, PROC_CMDLINE).get('text'))
+        _path(probe, PROC_CMDLINE).get('text'), _command(probe, 'host_nouveau_modules'))
     found += secure_boot_findings(_path(probe, SECURE_BOOT_VAR).get('text'), _path(probe, SETUP_MODE_VAR).get('text'),
                                   _command(probe, 'host_nvidia_signer'), nvidia_loaded)
     if has_gpus:

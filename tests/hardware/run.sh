@@ -483,7 +483,10 @@ print(r["status"], "; ".join("%s explained by %s" % (c["name"], ",".join(c.get("
   # decides whether that is a finding), then put back as the fix says.
   log "dev/char: Docker's cgroup driver $(in_node docker info --format '{{.CgroupDriver}}')"
   in_node sh -c "find /dev/char -maxdepth 1 -lname '*nvidia*' -delete"
+  # The H200 run of 2026-11-28 had no finding here: say what the probe could see.
+  log "dev/char: NVIDIA links left: $(in_node sh -c "find /dev/char -maxdepth 1 -lname '*nvidia*' | wc -l"); NVIDIA device nodes: $(in_node sh -c 'for f in /dev/nvidia* /dev/nvidia-caps/nvidia-*; do [ -c "$f" ] && echo "$f"; done | wc -l')"
   diagnose diagnose-dev-char-missing
+  log "dev/char: NVIDIA links after the diagnosis: $(in_node sh -c "find /dev/char -maxdepth 1 -lname '*nvidia*' | wc -l")"
   in_node nvidia-ctk system create-dev-char-symlinks --create-all >/dev/null 2>&1 || :
   diagnose diagnose-dev-char-fixed
   # A driver change under the units: modules.dep changes, the path unit starts the service.

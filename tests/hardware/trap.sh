@@ -9,7 +9,8 @@
 # ACCEL_TRAP_RUNC names the runc the nvidia runtime runs (config.toml's
 # nvidia-container-runtime.runtimes), when it is not the node's own.
 # Prints one line: NAME, the runc and toolkit that ran it, nvidia-smi before and
-# after, and the DeviceAllow systemd holds for the container's scope; then puts
+# after, the DeviceAllow systemd holds for the container's scope, and whether a
+# process in the container's cgroup may open /dev/nvidiactl; then puts
 # the links back (nvidia-ctk system create-dev-char-symlinks --create-all).
 set -u
 name=$1 image=$2
@@ -27,9 +28,21 @@ else
   after=$(docker exec accel-trap nvidia-smi -L 2>&1 | head -1)
   scope=$(systemctl list-units --no-legend --plain "docker-${id:0:12}*.scope" 2>/dev/null | awk '{print $1}' | head -1)
   allow=$(systemctl show -p DeviceAllow --value "$scope" 2>/dev/null | tr ' ' '\n' | grep -c 'char-195\|195:' || :)
+  # What a diagnosis could read of a container that lost its GPUs (issue 28,
+  # fault 2): whether a process in the container's cgroup may open
+  # /dev/nvidiactl (the device cgroup's verdict, without entering the
+  # container), and on cgroup v1 the devices.list the kernel holds.
+  cg=$(systemctl show -p ControlGroup --value "$scope" 2>/dev/null)
+  dir=
+  for d in "/sys/fs/cgroup$cg" "/sys/fs/cgroup/devices$cg"; do [ -z "$cg" ] || [ ! -w "$d/cgroup.procs" ] || dir=$d; done
+  if [ -n "$dir" ]; then
+    # shellcheck disable=SC2016 # $$ is the inner shell's
+    opened=$(sh -c 'echo $$ >"$1/cgroup.procs" && exec dd if=/dev/nvidiactl of=/dev/null count=0 status=none' sh "$dir" 2>&1 && echo ok)
+    list=$([ -r "$dir/devices.list" ] && tr '\n' ' ' <"$dir/devices.list")
+  fi
   runc=$("${ACCEL_TRAP_RUNC:-runc}" --version 2>/dev/null | head -1)
   ctk=$(nvidia-ctk --version 2>/dev/null | head -1)
-  echo "$name: $ctk; $runc; /dev/char links removed: ${links:-none}; before reload: $before; after reload: $after; DeviceAllow entries for 195:* in ${scope:-no scope}: $allow"
+  echo "$name: $ctk; $runc; /dev/char links removed: ${links:-none}; before reload: $before; after reload: $after; DeviceAllow entries for 195:* in ${scope:-no scope}: $allow; cgroup ${dir:-not found}; open /dev/nvidiactl from it: ${opened:-not tried}; devices.list: ${list:-none}"
 fi
 docker rm -f accel-trap >/dev/null 2>&1
 nvidia-ctk system create-dev-char-symlinks --create-all >/dev/null 2>&1 || :

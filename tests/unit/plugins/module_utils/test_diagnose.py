@@ -417,6 +417,20 @@ def test_a_loaded_driver_whose_libraries_nothing_finds_is_broken():
     assert _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': LDCONFIG + LIBCUDA_LINE}, dirs) == []
 
 
+# The real H200 node of the hardware tier (tests/fixtures/hardware/h200-2026-11-28-issue28/), driver 580.159.04 in
+# /usr/local/nvidia/lib64: its loader's cache, and the same with that directory out of /etc/ld.so.conf.d.
+H200_NODE_LDCONFIG = (FIXTURES / 'diagnose' / 'nvidia' / 'ldconfig-p-h200-node.txt').read_text()
+H200_NODE_HIDDEN = (FIXTURES / 'diagnose' / 'nvidia' / 'ldconfig-p-h200-node-hidden.txt').read_text()
+
+
+def test_the_real_gpu_nodes_cache_finds_the_libraries_and_the_hidden_one_does_not():
+    assert _diagnose.ldcache_entries(H200_NODE_LDCONFIG)['libcuda.so.1'] == ['/usr/local/nvidia/lib64/libcuda.so.1']
+    assert _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': H200_NODE_LDCONFIG}, NO_LIBRARIES) == []
+    found = _diagnose.libraries_not_found(None, H200_PROC, {'rc': 0, 'stdout': H200_NODE_HIDDEN}, NO_LIBRARIES)
+    assert ids(found) == ['nvidia.libraries.not_found']
+    assert found[0]['evidence'][:2] == ['ldconfig -p: no libcuda.so.1', 'ldconfig -p: no libnvidia-ml.so.1']
+
+
 def test_no_loaded_driver_or_no_answer_from_ldconfig_is_not_this_finding():
     assert _diagnose.libraries_not_found(None, None, {'rc': 0, 'stdout': LDCONFIG}, NO_LIBRARIES) == []
     assert _diagnose.libraries_not_found(None, H200_PROC, {'rc': 127, 'stdout': ''}, NO_LIBRARIES) == []

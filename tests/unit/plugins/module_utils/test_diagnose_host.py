@@ -128,20 +128,37 @@ def test_nouveau_loaded_on_a_gpu_node_is_broken(fact_roots):
     assert 'blacklist-nouveau.conf' in found[0]['fix'] and 'reboot' in found[0]['fix']
 
 
+# A kernel that ships nouveau: the path of Documentation/kbuild/modules.rst ("Module Installation"), xz-compressed.
+NOUVEAU_KO = command('/lib/modules/6.1.0-98-amd64/kernel/drivers/gpu/drm/nouveau/nouveau.ko.xz')
+
+
 def test_nouveau_not_blacklisted_where_the_nvidia_driver_is(fact_roots):
     facts = gather(fact_roots / 'p3.16xlarge')
     assert facts['nvidia']['driver_version']
     none = command('', 1)
-    found = _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': none}), {})
+    found = _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': none, 'host_nouveau_modules': NOUVEAU_KO}), {})
     assert ids(found) == ['kernel.nouveau.not_blacklisted']
     assert found[0]['severity'] == 'will_break'
+    assert found[0]['evidence'][0] == NOUVEAU_KO['stdout']
     assert 'update-initramfs -u' in found[0]['fix'] and 'nvidia_driver_blacklist_nouveau' in found[0]['fix']
     # The collection's file (real, from the nvidia_driver scenario), NVIDIA installer's, or the kernel command line.
-    assert _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': command(GREP)}), {}) == []
-    installer = '/etc/modprobe.d/nvidia-installer-disable-nouveau.conf:blacklist nouveau'
-    assert _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': command(installer)}), {}) == []
+    blacklists = [command(GREP), command('/etc/modprobe.d/nvidia-installer-disable-nouveau.conf:blacklist nouveau')]
+    for config in blacklists:
+        assert _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': config, 'host_nouveau_modules': NOUVEAU_KO}), {}) == []
     cmdline = {'/proc/cmdline': {'exists': True, 'text': 'BOOT_IMAGE=/vmlinuz ro modprobe.blacklist=nouveau\n'}}
-    assert _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': none}, paths=cmdline), {}) == []
+    assert _diagnose_host.findings(probe(facts, commands={'host_nouveau_config': none, 'host_nouveau_modules': NOUVEAU_KO},
+                                         paths=cmdline), {}) == []
+
+
+def test_no_nouveau_finding_where_no_kernel_has_nouveau(fact_roots):
+    # The real H200 node (tests/fixtures/hardware/h200-2026-11-28-issue28/): the host's driver, a kernel whose
+    # modules are not in the node, nothing blacklists nouveau. find prints nothing (or fails without /lib/modules).
+    facts = gather(fact_roots / 'p3.16xlarge')
+    for found_none in (command(''), command('', 1, "find: '/lib/modules': No such file or directory"), None):
+        commands = {'host_nouveau_config': command('', 1)}
+        if found_none is not None:
+            commands['host_nouveau_modules'] = found_none
+        assert _diagnose_host.findings(probe(facts, commands=commands), {}) == []
     # A comment or an options line alone does not blacklist it.
     assert _diagnose_host.nouveau_blacklisted('/etc/modprobe.d/x.conf:options nouveau modeset=0', '') == []
 
