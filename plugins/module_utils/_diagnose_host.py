@@ -43,7 +43,7 @@ KERNEL_FILES = ['find', '-L', '/lib/modules', '/boot', '-mindepth', '1', '-maxde
 # Installation"), nouveau's source being drivers/gpu/drm/nouveau/nouveau.ko, compressed where the kernel's
 # CONFIG_MODULE_COMPRESS says (.ko.xz, .ko.zst, .ko.gz). A kernel built without it (Debian's cloud flavour, a host
 # whose driver lives outside the node) cannot load it, and nothing needs blacklisting.
-NOUVEAU_MODULES = ['find', '/lib/modules', '-mindepth', '6', '-maxdepth', '6', '-path',
+NOUVEAU_MODULES = ['find', '/lib/modules', '-mindepth', '7', '-maxdepth', '7', '-path',
                    '/lib/modules/*/kernel/drivers/gpu/drm/nouveau/nouveau.ko*', '-print']
 # kmod reads modprobe.d in these directories, *.conf only (modprobe.d(5)); NVIDIA's installer writes its nouveau
 # blacklist to the first and /usr/lib/modprobe.d (nvidia-installer kernel.c: modprobe_directories[]).
