@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run one Molecule scenario with the rig set up, on one of the rig's nodes:
 #   tests/rig/molecule.sh [--node NODE] SCENARIO [SUBCOMMAND [ARGS...]]   (default: test)
+#   tests/rig/molecule.sh [--node NODE] SCENARIO test-without-check      (below)
 # NODE is a node image of tests/rig/node-image.sh: bookworm (the default),
 # trixie or forky-engines, optionally with :host or :private, its cgroup
 # namespace (below); ARGS after -- go to ansible-playbook, for example
@@ -36,4 +37,28 @@ esac
 ACCEL_NODE_IMAGE=$(tests/rig/node-image.sh "$node")
 export ACCEL_NODE_IMAGE ACCEL_REPOS_DIR ACCEL_NODE_CGROUPNS
 tests/rig/collection-tree.sh
+# test-without-check: the scenario's test sequence without its check step, one
+# molecule command a step, then destroy. The extra runs of tests/rig/test-all.sh
+# use it: check mode on a fresh node reads no engine, and the run on the
+# default node covers it.
+if [ "$1" = test-without-check ]; then
+  steps=$(python3 - "$scenario" <<'PY'
+import sys, yaml
+sequence = None
+for path in ('molecule/%s/molecule.yml' % sys.argv[1], '.config/molecule/config.yml'):
+    with open(path) as f:
+        sequence = ((yaml.safe_load(f) or {}).get('scenario') or {}).get('test_sequence')
+    if sequence:
+        break
+print(' '.join(step.replace('_', '-') for step in sequence if step != 'check'))
+PY
+  ) || exit 1
+  rc=0
+  for step in $steps; do
+    echo "== molecule $step -s $scenario"
+    molecule "$step" -s "$scenario" || { rc=$?; echo "molecule $step failed (rc $rc)" >&2; break; }
+  done
+  [ $rc -eq 0 ] || molecule destroy -s "$scenario" || :
+  exit $rc
+fi
 exec molecule "$1" -s "$scenario" "${@:2}"
