@@ -14,11 +14,11 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.accel.nodes.plugins.module_utils import _diagnose, _diagnose_host, _diagnose_neuron
-from ansible_collections.accel.nodes.plugins.module_utils import _diagnose_runtime
+from ansible_collections.accel.nodes.plugins.module_utils import _diagnose_runtime, _diagnose_toolkit
 
 # The areas beyond the NVIDIA driver, GPU health, CDI and toolkit findings of _diagnose: each has its PROBE and its
 # findings(probe, options).
-AREAS = (_diagnose_runtime, _diagnose_neuron, _diagnose_host)
+AREAS = (_diagnose_runtime, _diagnose_toolkit, _diagnose_neuron, _diagnose_host)
 _ORDER = {_diagnose.BROKEN: 0, _diagnose.WILL_BREAK: 1}
 
 

@@ -489,6 +489,34 @@ print(r["status"], "; ".join("%s explained by %s" % (c["name"], ",".join(c.get("
   log "dev/char: NVIDIA links after the diagnosis: $(in_node sh -c "find /dev/char -maxdepth 1 -lname '*nvidia*' | wc -l")"
   in_node nvidia-ctk system create-dev-char-symlinks --create-all >/dev/null 2>&1 || :
   diagnose diagnose-dev-char-fixed
+  # The toolkit's own faults (issue 28, 3 and 9), each with a container of the
+  # nvidia runtime to show what it breaks: cdi mode without the spec (fix: the
+  # vendor's refresh unit), a mode the toolkit does not know and a config.toml
+  # that does not parse (fix: site.yml, after nvidia-ctk config default).
+  gpu_run() { # label: a container of the nvidia runtime, its first line and exit status
+    log "$1: docker run --runtime=nvidia: $(in_node docker run --rm --network none --runtime=nvidia \
+      -e NVIDIA_VISIBLE_DEVICES=all accel-hw/validation:ldcache nvidia-smi -L 2>&1 | head -1; echo "rc ${PIPESTATUS[0]}")"
+  }
+  in_node mv /var/run/cdi/nvidia.yaml /tmp/vendor-nvidia.yaml || :
+  gpu_run cdi-spec-missing
+  diagnose diagnose-cdi-spec-missing
+  in_node systemctl start nvidia-cdi-refresh.service || :
+  gpu_run cdi-spec-refreshed
+  diagnose diagnose-cdi-spec-refreshed
+  in_node cp /etc/nvidia-container-runtime/config.toml /tmp/config.toml || :
+  in_node nvidia-ctk config --in-place --set=nvidia-container-runtime.mode=cdi-jit || :
+  gpu_run toolkit-mode-invalid
+  diagnose diagnose-toolkit-mode-invalid
+  play toolkit-mode-fix "$books/site.yml" "${full[@]}"
+  diagnose diagnose-toolkit-mode-fixed
+  in_node sed -i 's/^\[nvidia-container-runtime\]$/[nvidia-container-runtime/' /etc/nvidia-container-runtime/config.toml || :
+  gpu_run toolkit-config-unreadable
+  diagnose diagnose-toolkit-config-unreadable
+  in_node nvidia-ctk config default --output=/etc/nvidia-container-runtime/config.toml >/dev/null 2>&1 || :
+  play toolkit-config-fix "$books/site.yml" "${full[@]}"
+  gpu_run toolkit-config-fixed
+  diagnose diagnose-toolkit-config-fixed
+  log "toolkit: config.toml after the fix, against the one before: $(in_node sh -c 'cmp -s /tmp/config.toml /etc/nvidia-container-runtime/config.toml && echo same || diff /tmp/config.toml /etc/nvidia-container-runtime/config.toml | grep -c "^[<>]"')"
   # A driver change under the units: modules.dep changes, the path unit starts the service.
   in_node sh -c 'stat -c %Y /var/run/cdi/nvidia.yaml >/tmp/spec-mtime; sleep 1.1; echo >>/lib/modules/$(uname -r)/modules.dep; sleep 4'
   log "vendor: driver change: spec rewritten by the units: $(in_node sh -c '[ $(stat -c %Y /var/run/cdi/nvidia.yaml) -gt $(cat /tmp/spec-mtime) ] && echo yes || echo no')"
