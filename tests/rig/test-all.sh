@@ -51,6 +51,7 @@ lint() {
   yamllint -s . || rc=1
   ansible-lint --profile production --offline -f pep8 || rc=1
   tests/rig/role-readme.py --check roles/* || rc=1
+  tests/rig/plugin-tables.py --check || rc=1
   return $rc
 }
 sanity() {
