@@ -7,7 +7,9 @@
 
 Per role: task files, tasks (blocks not counted: a block is not a task, its
 tasks are), YAML lines in tasks/, task files with two tasks or fewer, and the
-Jinja expressions in tasks/ and vars/ that span more than one line. With --ref,
+Jinja expressions in tasks/ and vars/ that span more than one line; and, as issue 29
+counts them, the private `__` variables of vars/main.yml and the longest chain of
+them (a `__` variable whose value reads another, and so on; 1: reads none). With --ref,
 the roles are read from that commit (git show), so that a before and an after
 come from the same script.
 """
@@ -82,6 +84,21 @@ def multiline_jinja(text: str) -> tuple[int, int]:
     return count, lines
 
 
+def private_chain(text: str) -> tuple[int, int]:
+    """(private __ variables, their longest chain) in a vars/main.yml."""
+    data = yaml.safe_load(text) or {}
+    private = dict((k, v) for k, v in data.items() if str(k).startswith('__'))
+    reads = dict((k, set(re.findall(r'\b(__[A-Za-z0-9_]+)', yaml.safe_dump(v))) & set(private) - {k})
+                 for k, v in private.items())
+    depth: dict[str, int] = {}
+
+    def chain(name: str, seen: frozenset) -> int:
+        if name not in depth:
+            depth[name] = 1 + max([chain(n, seen | {name}) for n in reads[name] if n not in seen] or [0])
+        return depth[name]
+    return len(private), max([chain(k, frozenset()) for k in private] or [0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--ref')
@@ -94,14 +111,17 @@ def main() -> None:
         variables = files(args.ref, args.roles_dir, role, 'vars')
         counts = {name: count_tasks(yaml.safe_load(text)) for name, text in tasks.items()}
         jinja = [multiline_jinja(text) for text in list(tasks.values()) + list(handlers.values()) + list(variables.values())]
+        private, deepest = private_chain(variables.get('main.yml', ''))
         rows.append((role, len(tasks), sum(counts.values()), sum(t.count('\n') for t in tasks.values()),
-                     sum(1 for c in counts.values() if c <= 2), sum(j[0] for j in jinja), sum(j[1] for j in jinja)))
-    header = ('role', 'task files', 'tasks', 'YAML lines', 'files <= 2 tasks', 'multi-line Jinja', 'their lines')
+                     sum(1 for c in counts.values() if c <= 2), sum(j[0] for j in jinja), sum(j[1] for j in jinja),
+                     private, deepest))
+    header = ('role', 'task files', 'tasks', 'YAML lines', 'files <= 2 tasks', 'multi-line Jinja', 'their lines',
+              '__ vars', 'deepest __ chain')
     print('| ' + ' | '.join(header) + ' |')
     print('|' + '---|' * len(header))
     for row in rows:
         print('| ' + ' | '.join(str(x) for x in row) + ' |')
-    totals = ['all'] + [sum(r[i] for r in rows) for i in range(1, len(header))]
+    totals = ['all'] + [sum(r[i] for r in rows) for i in range(1, len(header) - 1)] + [max(r[-1] for r in rows)]
     print('| ' + ' | '.join('**%s**' % x for x in totals) + ' |')
 
 
