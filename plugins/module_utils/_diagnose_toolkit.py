@@ -149,8 +149,8 @@ def mode_findings(config: t.Mapping, release: tuple, csv_files: t.Optional[t.Map
         if csv_dir == CSV_DIR and not [n for n in (csv_files or {}) if n.lower().endswith('.csv')]:
             return [finding(
                 'toolkit.config.mode_unsupported', BROKEN,
-                'config.toml sets csv mode, the mode of Tegra-based systems, on a node with discrete NVIDIA GPUs '
-                'and no CSV files: containers get no GPU device and no driver library from the runtime.',
+                'config.toml sets csv mode, the mode of Tegra-based systems, on a node with discrete NVIDIA GPUs: '
+                'the runtime injects only what its CSV files list, and there are none.',
                 [evidence, '%s: %s' % (CSV_DIR, 'no CSV files' if csv_files is not None else 'missing')],
                 fix, SOURCES['csv'])]
     return []
