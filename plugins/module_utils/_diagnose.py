@@ -177,6 +177,11 @@ def _version_key(version: str) -> tuple:
     return _kernels.version_key(version.split(':')[-1])
 
 
+def upstream_version(version: str) -> str:
+    """The upstream part of a dpkg or rpm version: without its epoch, revision or ~ suffix (1:1.20.0-1 -> 1.20.0)."""
+    return version.split(':')[-1].split('-')[0].split('~')[0]
+
+
 def active_libraries(directories: t.Mapping[str, t.Optional[t.Mapping[str, t.Optional[str]]]]) -> dict[str, str]:
     """{path: version} of the driver libraries processes load: in each directory, the targets of the
     libnvidia-ml.so.1 and libcuda.so.1 links (what the loader opens), else every versioned file, so that a
@@ -381,7 +386,7 @@ def toolkit_skew(packages: t.Mapping[str, t.Optional[str]]) -> list[dict]:
     toolkit = have.get('nvidia-container-toolkit') or have.get('nvidia-container-toolkit-base')
     if not toolkit or _version_key(toolkit) < _version_key('1.18'):
         return []
-    upstream = dict((n, v.split(':')[-1].split('-')[0].split('~')[0]) for n, v in have.items())
+    upstream = dict((n, upstream_version(v)) for n, v in have.items())
     if len(set(upstream.values())) <= 1:
         return []
     return [finding(

@@ -71,10 +71,6 @@ SOURCES = {
 }
 
 
-def _text(probe: t.Mapping, path: str) -> t.Optional[str]:
-    return ((probe.get('paths') or {}).get(path) or {}).get('text')
-
-
 def nvidia_gpus(facts: t.Mapping) -> bool:
     """Whether the node has NVIDIA GPUs: on the PCI bus (accel.nodes.accelerator_facts' nvidia.gpus), or as device
     nodes /dev/nvidia<N>, which the driver makes per GPU: a node in a container may see a PCI bus without them."""
@@ -90,9 +86,8 @@ def toolkit_release(packages: t.Mapping) -> t.Optional[tuple]:
     for name in ('nvidia-container-toolkit-base', 'nvidia-container-toolkit'):
         info = packages.get(name) or {}
         if info.get('version') and info.get('status', 'installed') == 'installed':
-            upstream = str(info['version']).rsplit(':', 1)[-1].split('-')[0].split('~')[0]
             try:
-                return tuple(int(p) for p in upstream.split('.')[:2])
+                return tuple(int(p) for p in _diagnose.upstream_version(str(info['version'])).split('.')[:2])
             except ValueError:
                 return None
     return None
@@ -126,10 +121,16 @@ def config_findings(seen: t.Mapping) -> tuple[list[dict], t.Optional[dict]]:
         SOURCES['config'])], None
 
 
+def runtime_mode(config: t.Optional[t.Mapping]) -> t.Any:
+    """[nvidia-container-runtime] mode of a parsed config.toml; "auto", the default, where it is not set."""
+    runtime = (config or {}).get('nvidia-container-runtime')
+    return runtime.get('mode', 'auto') if isinstance(runtime, dict) else 'auto'
+
+
 def mode_findings(config: t.Mapping, release: tuple, csv_files: t.Optional[t.Mapping]) -> list[dict]:
     """toolkit.config.mode_invalid and toolkit.config.mode_unsupported for a parsed config.toml."""
-    runtime = config.get('nvidia-container-runtime') or {}
-    mode = runtime.get('mode', 'auto') if isinstance(runtime, dict) else 'auto'
+    runtime = config.get('nvidia-container-runtime') if isinstance(config.get('nvidia-container-runtime'), dict) else {}
+    mode = runtime_mode(config)
     valid = MODES + (('jit-cdi',) if release >= JIT_CDI_FROM else ())
     fix = ('Run accel.nodes.nvidia_container_toolkit, which sets nvidia-container-runtime.mode to '
            'nvidia_container_toolkit_mode (auto by default, or legacy or cdi).')
@@ -193,9 +194,7 @@ def findings(probe: t.Mapping, options: t.Mapping) -> list[dict]:
         found = mode_findings(config, release, csv_files)
         if found:
             return found
-    runtime = (config or {}).get('nvidia-container-runtime')
-    mode = runtime.get('mode', 'auto') if isinstance(runtime, dict) else 'auto'
     binaries = _diagnose_runtime.node_lines(str(((probe.get('commands') or {}).get('runtime_node') or {})
                                                 .get('stdout') or ''))['binaries']
     cdi_binaries = sorted(b for b in binaries if b.rsplit('/', 1)[-1] == CDI_BINARY)
-    return cdi_missing(mode, cdi_binaries, (probe.get('commands') or {}).get('toolkit_cdi_devices'))
+    return cdi_missing(runtime_mode(config), cdi_binaries, (probe.get('commands') or {}).get('toolkit_cdi_devices'))
