@@ -121,15 +121,19 @@ def config_findings(seen: t.Mapping) -> tuple[list[dict], t.Optional[dict]]:
         SOURCES['config'])], None
 
 
+def _table(data: t.Optional[t.Mapping], key: str) -> t.Mapping:
+    """The TOML table data[key]; empty where it is missing or not a table."""
+    value = (data or {}).get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def runtime_mode(config: t.Optional[t.Mapping]) -> t.Any:
     """[nvidia-container-runtime] mode of a parsed config.toml; "auto", the default, where it is not set."""
-    runtime = (config or {}).get('nvidia-container-runtime')
-    return runtime.get('mode', 'auto') if isinstance(runtime, dict) else 'auto'
+    return _table(config, 'nvidia-container-runtime').get('mode', 'auto')
 
 
 def mode_findings(config: t.Mapping, release: tuple, csv_files: t.Optional[t.Mapping]) -> list[dict]:
     """toolkit.config.mode_invalid and toolkit.config.mode_unsupported for a parsed config.toml."""
-    runtime = config.get('nvidia-container-runtime') if isinstance(config.get('nvidia-container-runtime'), dict) else {}
     mode = runtime_mode(config)
     valid = MODES + (('jit-cdi',) if release >= JIT_CDI_FROM else ())
     fix = ('Run accel.nodes.nvidia_container_toolkit, which sets nvidia-container-runtime.mode to '
@@ -143,9 +147,8 @@ def mode_findings(config: t.Mapping, release: tuple, csv_files: t.Optional[t.Map
             [evidence, 'modes toolkit %s accepts: %s' % ('.'.join(str(p) for p in release), ', '.join(valid))],
             fix, SOURCES['mode'])]
     if mode == 'csv':
-        modes = runtime.get('modes') if isinstance(runtime.get('modes'), dict) else {}
-        csv_dir = ((modes.get('csv') or {}) if isinstance(modes.get('csv'), dict) else {}).get('mount-spec-path',
-                                                                                               CSV_DIR)
+        modes = _table(_table(config, 'nvidia-container-runtime'), 'modes')
+        csv_dir = _table(modes, 'csv').get('mount-spec-path', CSV_DIR)
         # Only the default directory is listed by the probe: another one is not judged.
         if csv_dir == CSV_DIR and not [n for n in (csv_files or {}) if n.lower().endswith('.csv')]:
             return [finding(

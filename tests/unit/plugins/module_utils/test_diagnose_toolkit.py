@@ -152,3 +152,9 @@ def test_gpus_seen_only_as_device_nodes_count(gpus):
         ['cdi.spec.missing']
     control_only = dict(nodes_only, observed=dict(nodes_only['observed'], device_nodes=['/dev/nvidiactl']))
     assert toolkit.findings(probe(control_only, config=with_mode('cdi'), cdi_list=CDI_LIST_NONE), {}) == []
+
+
+def test_tables_that_are_not_tables_read_as_the_defaults():
+    assert toolkit.runtime_mode({'nvidia-container-runtime': 'cdi'}) == 'auto'
+    assert toolkit.mode_findings({'nvidia-container-runtime': {'mode': 'csv', 'modes': 'x'}}, (1, 20), None)[0]['id'] \
+        == 'toolkit.config.mode_unsupported'
