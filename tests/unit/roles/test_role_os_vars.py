@@ -26,6 +26,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
+from ansible_collections.accel.nodes.plugins.filter import toolkit_plan
 
 sys.path.insert(0, os.path.dirname(__file__))
 from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
@@ -217,7 +218,9 @@ def test_nvidia_container_toolkit(facts):
     apt = facts['os_family'] == 'Debian'
     assert url == 'https://nvidia.github.io/libnvidia-container/stable/' + ('deb/$(ARCH)' if apt else 'rpm/$basearch')
     version = value(t, 'nvidia_container_toolkit_version')
-    assert value(t, '__nvidia_container_toolkit_pinned') == [
+    plan = value(t, "__nvidia_container_toolkit_settings | accel.nodes.nvidia_container_toolkit_plan({}, "
+                    "{'version_separator': __nvidia_container_toolkit_version_separator})")
+    assert plan['packages']['pinned'] == [
         '%s%s%s' % (p, '=' if apt else '-', version)
         for p in ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools', 'libnvidia-container1']]
 
@@ -416,7 +419,7 @@ def _debian_packages():
         names += [n for source in value(t, '__docker_packages').values() for engine in source.values() for n in engine]
     names += value(t, 'docker_python_packages')
     t = render('nvidia_container_toolkit', facts)
-    names += value(t, '__nvidia_container_toolkit_packages') + value(t, '__nvidia_container_toolkit_legacy_packages')
+    names += toolkit_plan.PACKAGES + toolkit_plan.LEGACY_PACKAGES
     t = render('nvidia_driver', facts, nvidia_driver_decision=decision)
     names += [n for flavour in value(t, '__nvidia_driver_cuda_repo_packages').values() for n in flavour]
     names += [n for flavour in value(t, '__nvidia_driver_distro_packages').values() for n in flavour]

@@ -13,10 +13,11 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.toolkit_inputs import nvidia_container_toolkit_input_errors
+from ansible_collections.accel.nodes.plugins.filter.toolkit_plan import TYPED_KEYS
 
 ROLE = Path(__file__).parents[4] / 'roles' / 'nvidia_container_toolkit'
 DEFAULTS = yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text())
-TYPED = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())['__nvidia_container_toolkit_typed_keys']
+TYPED = TYPED_KEYS
 SETTINGS = {'ldconfig': DEFAULTS['nvidia_container_toolkit_ldconfig'],
             'runtime_debug': DEFAULTS['nvidia_container_toolkit_runtime_debug'],
             'cli_debug': DEFAULTS['nvidia_container_toolkit_cli_debug']}
