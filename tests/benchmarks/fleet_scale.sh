@@ -7,6 +7,10 @@
 # Beside each full re-run: the controller's CPU seconds, the rest of the
 # machine's (the nodes), and how busy that kept the machine's cores.
 #   tests/benchmarks/fleet_scale.sh [SIZES...]   (default: 1 2 4 8)
+# With ACCEL_BENCH_MITOGEN=DIR (a directory holding ansible_mitogen, as
+# `pip install --target DIR mitogen` leaves it), the full re-run is timed a
+# second time under Mitogen's mitogen_linear strategy (issue 29 asks how the
+# collection fares under it); the collection itself is not changed for it.
 # The eight nodes come from a scenario generated from molecule/fleet with
 # eight platforms (molecule/fleet-scale, removed at the end), named scale-*.
 # Logs: build/bench-fleet/.
@@ -81,7 +85,8 @@ def busy():
 hosts = ','.join('scale-fleet-%d' % i for i in range(1, n + 1))
 before, start = busy(), time.monotonic()
 with open(log, 'w') as out:
-    rc = subprocess.call(['ansible-playbook', '-i', inventory, '--limit', hosts, '--forks', str(n), playbook],
+    rc = subprocess.call(['ansible-playbook', '-i', inventory, '--limit', hosts, '--forks', str(n), playbook]
+                         + os.environ.get('ACCEL_BENCH_EXTRA_ARGS', '').split(),
                          stdout=out, stderr=subprocess.STDOUT)
 wall, total = time.monotonic() - start, busy() - before
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -91,6 +96,15 @@ if rc != 0:
     sys.exit(1)
 print('%.2f %.2f %.2f' % (wall, controller, max(total - controller, 0.0)))
 EOF2
+}
+# mitogen PREFIX PLAYBOOK N: median, with Mitogen's strategy (ACCEL_BENCH_MITOGEN).
+# Mitogen replaces only the connections it knows by their short names
+# (ansible_mitogen/strategy.py, REDIRECTED_CONNECTION_PLUGINS): the nodes'
+# community.docker.docker becomes docker, which it runs as mitogen_docker.
+mitogen() {
+  ACCEL_BENCH_EXTRA_ARGS='-e ansible_connection=docker' \
+    ANSIBLE_STRATEGY_PLUGINS=$ACCEL_BENCH_MITOGEN/ansible_mitogen/plugins/strategy ANSIBLE_STRATEGY=mitogen_linear \
+    PYTHONPATH=$ACCEL_BENCH_MITOGEN${PYTHONPATH:+:$PYTHONPATH} median "$@"
 }
 # median PREFIX PLAYBOOK N: the run with the median wall time of three.
 median() {
@@ -114,4 +128,16 @@ for n in "$@"; do
   printf '%-6s %8s %8s %6s %10s %10s %9s\n' "$n" "$floor" "$full" \
     "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')" "$ctl" "$rest" \
     "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')"
+  if [ -n "${ACCEL_BENCH_MITOGEN:-}" ]; then
+    line=$(mitogen "mitogen-$n" "$scenario/converge.yml" "$n")
+    read -r full ctl rest <<<"$line"
+    for log in "$out/mitogen-$n"-?.log; do
+      if grep -E '^scale-fleet-[0-9]+ *: ' "$log" | grep -vq ' changed=0 '; then
+        echo "WARNING: a Mitogen re-run changed something: $log" >&2
+      fi
+    done
+    printf '%-6s %8s %8s %6s %10s %10s %9s  (mitogen_linear)\n' "$n" "$floor" "$full" \
+      "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')" "$ctl" "$rest" \
+      "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')"
+  fi
 done
