@@ -177,16 +177,15 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
         'legacy': LEGACY_PACKAGES,
         'legacy_installed': packages_to_change(seen, LEGACY_PACKAGES, want='absent'),
         'install': installing,
-        'hold': not (packages_to_change(seen, PACKAGES, selection='hold' if hold else 'install') == []),
+        'hold': bool(packages_to_change(seen, PACKAGES, selection='hold' if hold else 'install')),
     }
 
     # config.toml and the engines' files: is each as its module would leave it? config.toml is judged only where
     # no package install can rewrite it after the probe.
     values, remove = _config_settings(settings, runtime)
     config_path = str(settings['config_path'])
-    config = {'settings': values, 'remove': remove,
-              'write': installing or config_path not in paths
-                       or not toml_settings_in_place(paths[config_path], values, remove)}
+    config_in_place = config_path in paths and toml_settings_in_place(paths[config_path], values, remove)
+    config = {'settings': values, 'remove': remove, 'write': installing or not config_in_place}
     docker_path = str(settings['docker_config_path'])
     containerd = runtime['containerd']
     engines_plan = {
@@ -202,8 +201,8 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
     # The /dev/char symlinks: always, or auto where an engine uses the systemd cgroup driver.
     systemd_docker = present and 'docker' in engines and docker_cgroup_driver(
         node.get('docker_cgroup') or '', node.get('daemon_json') or '', node.get('cgroup_v2') or False) == 'systemd'
-    systemd_containerd = present and 'containerd' in engines and boolean(containerd['options'].get('SystemdCgroup', False),
-                                                            strict=False)
+    systemd_containerd = present and 'containerd' in engines and \
+        boolean(containerd['options'].get('SystemdCgroup', False), strict=False)
     wanted = settings['dev_char_symlinks'] == 'always' or \
         (settings['dev_char_symlinks'] == 'auto' and (systemd_docker or systemd_containerd))
     links = live and bool(driver_version)

@@ -14,7 +14,6 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accel.nodes.plugins.filter.toolkit_runtime import nvidia_container_toolkit_runtime_plan as plan
-from ansible_collections.accel.nodes.plugins.module_utils import _containerd_owner as owners
 from ansible_collections.accel.nodes.plugins.module_utils._toml import loads
 
 ROLE = Path(__file__).parents[4] / 'roles' / 'nvidia_container_toolkit'
