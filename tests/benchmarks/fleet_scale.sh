@@ -113,31 +113,29 @@ median() {
 }
 
 cores=$(nproc)
-# cpu_busy: the share of the machine's cores that the full re-run kept busy.
-printf '%-6s %8s %8s %6s %10s %10s %9s\n' nodes floor_s full_s ratio ctl_cpu_s node_cpu_s cpu_busy
-for n in "$@"; do
-  line=$(median "floor-$n" "$out/floor.yml" "$n")
-  read -r floor _ _ <<<"$line"
-  line=$(median "full-$n" "$scenario/converge.yml" "$n")
-  read -r full ctl rest <<<"$line"
-  for log in "$out/full-$n"-?.log; do
+# row N FLOOR PREFIX LABEL "FULL CTL REST": warn where a re-run of PREFIX changed
+# something, and print the row; cpu_busy is the share of the machine's cores
+# that the full re-run kept busy.
+row() {
+  local n=$1 floor=$2 prefix=$3 label=$4 full ctl rest log
+  read -r full ctl rest <<<"$5"
+  for log in "$out/$prefix-$n"-?.log; do
     if grep -E '^scale-fleet-[0-9]+ *: ' "$log" | grep -vq ' changed=0 '; then
       echo "WARNING: a re-run changed something: $log" >&2
     fi
   done
-  printf '%-6s %8s %8s %6s %10s %10s %9s\n' "$n" "$floor" "$full" \
+  printf '%-6s %8s %8s %6s %10s %10s %9s%s\n' "$n" "$floor" "$full" \
     "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')" "$ctl" "$rest" \
-    "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')"
+    "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')" "$label"
+}
+printf '%-6s %8s %8s %6s %10s %10s %9s\n' nodes floor_s full_s ratio ctl_cpu_s node_cpu_s cpu_busy
+for n in "$@"; do
+  line=$(median "floor-$n" "$out/floor.yml" "$n")  # set -e stops the script where a run failed
+  read -r floor _ _ <<<"$line"
+  line=$(median "full-$n" "$scenario/converge.yml" "$n")
+  row "$n" "$floor" full '' "$line"
   if [ -n "${ACCEL_BENCH_MITOGEN:-}" ]; then
     line=$(mitogen "mitogen-$n" "$scenario/converge.yml" "$n")
-    read -r full ctl rest <<<"$line"
-    for log in "$out/mitogen-$n"-?.log; do
-      if grep -E '^scale-fleet-[0-9]+ *: ' "$log" | grep -vq ' changed=0 '; then
-        echo "WARNING: a Mitogen re-run changed something: $log" >&2
-      fi
-    done
-    printf '%-6s %8s %8s %6s %10s %10s %9s  (mitogen_linear)\n' "$n" "$floor" "$full" \
-      "$(echo "$full $floor" | awk '{printf "%.1f", $1 / $2}')" "$ctl" "$rest" \
-      "$(echo "$ctl $rest $full $cores" | awk '{printf "%.0f%%", 100 * ($1 + $2) / ($3 * $4)}')"
+    row "$n" "$floor" mitogen '  (mitogen_linear)' "$line"
   fi
 done
