@@ -52,7 +52,7 @@ def nvidia_decision(accelerators, instance_type):
     variables.update({'nvidia_driver_force': True, 'nvidia_driver_manage_service': False,
                       'nvidia_driver_instance_type': instance_type, 'ansible_connection': 'chroot',
                       'ansible_facts': {'accelerators': accelerators}})
-    task = next(t for t in load('nvidia_driver', 'tasks', 'decide.yml') if t['name'] == 'Work out which driver this host needs')
+    task = next(t for t in load('nvidia_driver', 'tasks', 'main.yml') if t['name'] == 'Work out which driver this host needs')
     return Templar(loader=DataLoader(), variables=variables).template(
         task['ansible.builtin.set_fact']['nvidia_driver_decision'])
 
