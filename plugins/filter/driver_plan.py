@@ -10,7 +10,8 @@ nvidia_driver_plan from this filter, prints it, and every later task of the role
 inputs refuse, what nvidia-smi answered of a loaded driver, whether the role removes, installs or only keeps
 the driver, and whether the holds of a satisfying driver are already in place (dpkg_selection_plan, from the
 dpkg selections the probe read). What only a later task can know (the kernels DKMS builds for, the package
-manager's answer) is set right after that task, in tasks/install.yml.
+manager's answer) is set right after that task, in tasks/install.yml; Fabric Manager's version and packages
+(nvidia_driver_fabric_manager_plan) in tasks/fabric-manager.yml, once the driver's version is known.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.accel.nodes.plugins.filter.nvidia_driver import nvidia_driver_input_errors
-from ansible_collections.accel.nodes.plugins.filter.packages import dpkg_selection_plan
+from ansible_collections.accel.nodes.plugins.filter.packages import dpkg_selection_plan, packages_to_change
 
 # What the probe reads of the installed packages: every name that vars/Debian.yml's or vars/RedHat.yml's
 # __nvidia_driver_owned_packages can match (they pick the driver's own among them;
@@ -162,7 +163,41 @@ def _summary(plan: dict[str, t.Any], d: dict[str, t.Any], present: bool) -> str:
     return '; '.join(s for s in steps if s)
 
 
+def nvidia_driver_fabric_manager_plan(decision: t.Any, version: t.Any, kernels_report: t.Any, probe: t.Any,
+                                      node: t.Any) -> dict[str, t.Any]:
+    """Fabric Manager at exactly the driver's version (it aborts on any other: Fabric Manager User Guide,
+    installation notes): the version asked for (nvidia_driver_version), else the loaded driver's when it
+    satisfies, else the newest version of the module DKMS installed for the kernels the node boots into
+    (accel.nodes.dkms_kernels' module_versions); '' where none is known yet (check mode before an install).
+    node: the per-OS names ({legacy, current}), version_format, nvlsm_packages and owned_packages."""
+    d, node = _dict(decision), _dict(node)
+    if 'branch' not in d or not isinstance(node.get('names'), dict) or not node.get('version_format'):
+        raise AnsibleFilterError('nvidia_driver_fabric_manager_plan: needs the decision and the per-OS names '
+                                 'and version_format')
+    built = list(_dict(kernels_report).get('module_versions') or [])
+    version = str(version or '') or str((d.get('loaded_version') if d.get('satisfied') else None)
+                                        or (built[-1] if built else ''))
+    # Before R580 NVIDIA's Debian packages carry the branch in their name; from R580 they do not.
+    branch = str(d['branch'])
+    package = node['names']['current' if branch.isdigit() and int(branch) >= 580 else 'legacy']
+    nvlsm = list(node.get('nvlsm_packages') or []) if d.get('nvlsm') else []
+    seen = _dict(_dict(probe).get('packages'))
+    owned = str(node.get('owned_packages') or '^$')
+    return {
+        'version': version,
+        'package': package,
+        'packages': [package] + nvlsm,
+        'install': [node['version_format'] % (package, version)] + nvlsm,
+        # Of them, those the probe shows missing, or (Fabric Manager itself) not at the driver's version:
+        # dpkg's and the probe's rpm versions read <driver version>-<release>.
+        'to_install': (packages_to_change(seen, [package], version=version, upstream=True)
+                       + packages_to_change(seen, nvlsm)),
+        'hold': [p for p in [package] + nvlsm if re.match(owned, p)],
+    }
+
+
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {'nvidia_driver_plan': nvidia_driver_plan, 'nvidia_driver_probe_request': nvidia_driver_probe_request}
+        return {'nvidia_driver_plan': nvidia_driver_plan, 'nvidia_driver_probe_request': nvidia_driver_probe_request,
+                'nvidia_driver_fabric_manager_plan': nvidia_driver_fabric_manager_plan}

@@ -17,8 +17,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.accel.nodes.plugins.filter.driver_plan import nvidia_driver_plan, \
-    nvidia_driver_probe_request
+from ansible_collections.accel.nodes.plugins.filter.driver_plan import nvidia_driver_fabric_manager_plan, \
+    nvidia_driver_plan, nvidia_driver_probe_request
 from ansible_collections.accel.nodes.plugins.filter.nvidia_driver import nvidia_driver_decision
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -173,3 +173,8 @@ def test_the_probe_reads_every_package_the_owned_patterns_match(family, distribu
     matched = [n for n in DRIVER_PACKAGE_NAMES if re.match(owned, n)]
     assert len(matched) >= 10
     assert [n for n in matched if not any(re.search(p, n) for p in probe)] == []
+
+
+def test_fabric_manager_needs_the_decision_and_the_per_os_names():
+    with pytest.raises(AnsibleFilterError, match='per-OS names'):
+        nvidia_driver_fabric_manager_plan({'branch': '580'}, '', {}, {}, {})

@@ -69,6 +69,12 @@ def value(templar, name):
     return templar.template(trust_as_template('{{ %s }}' % name))
 
 
+def packages_plan(templar):
+    """nvidia_driver_packages_plan as tasks/install.yml sets it after accel.nodes.dkms_kernels."""
+    task = next(t for t in load('nvidia_driver', 'tasks', 'install.yml') if t['name'] == 'Decide the packages to install')
+    return templar.template(task['ansible.builtin.set_fact']['nvidia_driver_packages_plan'])
+
+
 def host(distribution, version, os_family, architecture='x86_64'):
     return {
         'distribution': distribution,
@@ -104,15 +110,15 @@ def test_repository_and_headers(facts, dist, manager, headers):
     assert value(t, '__nvidia_driver_repo_key_url_effective') == '%s/%s/x86_64/%s' % (CUDA, dist, key)
     # The headers package is named in Python now (accel.nodes.dkms_kernels), and installed as the role lists it.
     assert _kernels.headers_package(facts['distribution'], KERNEL) == headers
-    assert value(t, '__nvidia_driver_headers_packages') == [headers]
+    assert packages_plan(t)['required'][0] == headers
 
 
 @pytest.mark.parametrize('facts, dist, manager, headers', SUPPORTED, ids=IDS)
 @pytest.mark.parametrize('flavour', ['open', 'proprietary'])
 def test_cuda_repo_packages(facts, dist, manager, headers, flavour):
     t = render(facts, {'kernel_module': flavour})
-    packages = value(t, '__nvidia_driver_driver_packages')
-    pins = value(t, '__nvidia_driver_pin_packages')
+    packages = packages_plan(t)['driver']
+    pins = packages_plan(t)['pin']
     if manager == 'apt':
         # NVIDIA's pinning package keeps apt on the branch; the metapackages resolve inside it.
         assert pins == ['nvidia-driver-pinning-580']
@@ -123,7 +129,7 @@ def test_cuda_repo_packages(facts, dist, manager, headers, flavour):
         assert packages[0] == {'open': '@nvidia-driver:580-open', 'proprietary': '@nvidia-driver:580-dkms'}[flavour]
     # Ubuntu's CUDA metapackages pull nvidia-persistenced with the utilities; elsewhere it is a package of its own.
     assert packages[1:] == ([] if facts['distribution'] == 'Ubuntu' else ['nvidia-persistenced'])
-    required = value(t, '__nvidia_driver_required_packages')
+    required = packages_plan(t)['required']
     assert required[:2] == [headers, 'dkms']
     assert not [p for p in required if p.startswith('@')]
 
@@ -132,10 +138,10 @@ def test_cuda_repo_packages(facts, dist, manager, headers, flavour):
 def test_exact_version(facts, dist, manager, headers):
     t = render(facts, {'version': '580.95.05', 'kernel_module': 'proprietary'})
     if manager == 'apt':
-        assert value(t, '__nvidia_driver_pin_packages') == ['nvidia-driver-pinning-580.95.05']
-        assert value(t, '__nvidia_driver_driver_packages')[0] == 'cuda-drivers'
+        assert packages_plan(t)['pin'] == ['nvidia-driver-pinning-580.95.05']
+        assert packages_plan(t)['driver'][0] == 'cuda-drivers'
     else:
-        assert value(t, '__nvidia_driver_driver_packages')[:3] == [
+        assert packages_plan(t)['driver'][:3] == [
             '@nvidia-driver:580-dkms', 'nvidia-driver-580.95.05', 'kmod-nvidia-latest-dkms-580.95.05']
 
 
@@ -145,18 +151,18 @@ def test_exact_version(facts, dist, manager, headers):
 ])
 def test_ubuntu_distro_packages(version, flavour, expected):
     t = render(host('Ubuntu', version, 'Debian'), {'source': 'distro', 'kernel_module': flavour})
-    assert value(t, '__nvidia_driver_driver_packages') == expected
-    assert value(t, '__nvidia_driver_pin_packages') == []
+    assert packages_plan(t)['driver'] == expected
+    assert packages_plan(t)['pin'] == []
     t = render(host('Ubuntu', version, 'Debian'), {'source': 'distro', 'kernel_module': flavour, 'version': '580.95.05'})
-    assert value(t, '__nvidia_driver_driver_packages') == [expected[0] + '=580.95.05-*']
+    assert packages_plan(t)['driver'] == [expected[0] + '=580.95.05-*']
 
 
 def test_debian_distro_packages():
     t = render(host('Debian', '12.8', 'Debian'), {'source': 'distro', 'kernel_module': 'proprietary', 'branch': '535'})
-    assert value(t, '__nvidia_driver_driver_packages') == ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-persistenced']
+    assert packages_plan(t)['driver'] == ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-persistenced']
     assert value(t, '__nvidia_driver_distro_branches') == ['535']
     t = render(host('Debian', '12.8', 'Debian'), {'source': 'distro', 'kernel_module': 'open', 'branch': '535'})
-    assert value(t, '__nvidia_driver_driver_packages')[:2] == ['nvidia-driver', 'nvidia-open-kernel-dkms']
+    assert packages_plan(t)['driver'][:2] == ['nvidia-driver', 'nvidia-open-kernel-dkms']
 
 
 @pytest.mark.parametrize('facts', [host('Amazon', '2023', 'RedHat'), host('Rocky', '9.4', 'RedHat')])
@@ -177,8 +183,8 @@ def test_mirror_and_overrides():
     assert value(t, '__nvidia_driver_repo_dir_url') == 'file:///srv/accel-repos/cuda/debian12/x86_64/'
     assert value(t, '__nvidia_driver_repo_key_url_effective') == 'file:///srv/accel-repos/keys/cuda.asc'
     # Packages of one's own replace the role's choice, pin included.
-    assert value(t, '__nvidia_driver_driver_packages') == ['nvidia-driver-580-open']
-    assert value(t, '__nvidia_driver_pin_packages') == []
+    assert packages_plan(t)['driver'] == ['nvidia-driver-580-open']
+    assert packages_plan(t)['pin'] == []
 
 
 def test_default_fingerprints_are_the_cuda_keys():
@@ -202,7 +208,7 @@ def test_default_fingerprints_are_the_cuda_keys():
 def test_amazon_linux_2023_headers_follow_the_kernel_series(kernel, headers):
     assert _kernels.headers_package('Amazon', kernel) == headers
     t = render(host('Amazon', '2023', 'RedHat'), kernel=kernel)
-    assert value(t, '__nvidia_driver_required_packages')[0] == headers
+    assert packages_plan(t)['required'][0] == headers
 
 
 def test_rhel_headers_stay_kernel_devel():
@@ -216,7 +222,7 @@ def test_every_kernel_headers_and_the_metapackage_are_required():
               'headers_to_install': _kernels.headers_to_install(
                   ['linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws'], ['linux-headers-aws'], 'all')}
     t = render(host('Ubuntu', '24.04', 'Debian'), nvidia_driver_kernels_report=report)
-    assert value(t, '__nvidia_driver_required_packages')[:4] == [
+    assert packages_plan(t)['required'][:4] == [
         'linux-headers-' + KERNEL, 'linux-headers-6.8.0-1025-aws', 'linux-headers-aws', 'dkms']
 
 
@@ -257,7 +263,7 @@ def test_injected_plain_variable():
 @pytest.mark.parametrize('facts, manager', [(f, m) for f, _d, m, _h in SUPPORTED], ids=IDS)
 @pytest.mark.parametrize('branch, version, nvlsm', [('580', '580.95.05', False), ('570', '570.172.08', True)])
 def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
-    t = render(facts, {'branch': branch, 'nvlsm': nvlsm}, nvidia_driver_fabric_manager_version=version)
+    t = render(facts, {'branch': branch, 'nvlsm': nvlsm}, nvidia_driver_version=version)
     if manager == 'apt':
         name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabricmanager-' + branch
         install = name + '=' + version + '-*'
@@ -266,8 +272,21 @@ def test_fabric_manager_packages(facts, manager, branch, version, nvlsm):
         name = 'nvidia-fabricmanager' if branch == '580' else 'nvidia-fabric-manager'
         install = name + '-' + version
         extra = ['libibumad', 'infiniband-diags', 'nvlsm']
-    assert value(t, '__nvidia_driver_fabric_manager_packages') == [name] + (extra if nvlsm else [])
-    assert value(t, '__nvidia_driver_fabric_manager_install') == [install] + (extra if nvlsm else [])
+    plan = fabric_manager_plan(t)
+    assert plan['packages'] == [name] + (extra if nvlsm else [])
+    assert plan['install'] == [install] + (extra if nvlsm else [])
+    assert plan['to_install'] == plan['packages']  # the probe saw none of them
+    assert plan['hold'] == [name] + (['nvlsm'] if nvlsm else [])
+
+
+def fabric_manager_plan(templar, packages=None):
+    """nvidia_driver_fabric_manager_plan as tasks/fabric-manager.yml sets it, with the role's per-OS data."""
+    task = next(t for t in load('nvidia_driver', 'tasks', 'fabric-manager.yml')
+                if t['name'] == "Decide Fabric Manager's version and packages")
+    variables = templar.available_variables
+    variables['nvidia_driver_probe'] = {'packages': packages or {}}
+    templar.available_variables = variables
+    return templar.template(task['ansible.builtin.set_fact']['nvidia_driver_fabric_manager_plan'])
 
 
 def _built(*versions):
@@ -287,7 +306,15 @@ def _built(*versions):
 ])
 def test_fabric_manager_follows_the_driver_version(decision, overrides, version):
     t = render(host('Debian', '12.8', 'Debian'), decision, **overrides)
-    assert value(t, '__nvidia_driver_fabric_manager_driver_version') == version
+    assert fabric_manager_plan(t)['version'] == version
+
+
+def test_fabric_manager_at_the_driver_version_is_not_installed_again():
+    t = render(host('Debian', '12.8', 'Debian'), {'satisfied': True, 'loaded_version': '580.95.05'})
+    at = {'nvidia-fabricmanager': {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'}}
+    assert fabric_manager_plan(t, at)['to_install'] == []
+    older = {'nvidia-fabricmanager': dict(at['nvidia-fabricmanager'], version='580.82.07-1')}
+    assert fabric_manager_plan(t, older)['to_install'] == ['nvidia-fabricmanager']
 
 
 @pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
