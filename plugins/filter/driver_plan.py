@@ -137,8 +137,9 @@ def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.A
         'holds': {
             'run': satisfied and not kept,
             'kept': kept,
-            'names': selections['names'],
-            'owned': sorted(n for n in selections['names'] if re.match(owned, n) and not re.match(foreign, n)),
+            # The installed packages the owned patterns match and the foreign ones do not, as dpkg_holds
+            # would name them.
+            'owned': selections['names'],
         },
         'fabric_manager': wanted and bool(d.get('fabric_manager')),
         'smi_environment': dict(SMI_ENVIRONMENT),
