@@ -189,11 +189,13 @@ def test_docker(facts):
         assert packages == {'distro': {'docker': ['docker'], 'containerd': ['containerd']}, 'docker_ce': {}}
         return
     assert packages['docker_ce'] == {'docker': ['docker-ce', 'docker-ce-cli', 'containerd.io'], 'containerd': ['containerd.io']}
-    assert value(t, '__docker_ce_url') == 'https://download.docker.com/linux/' + DOCKER_CE_DISTRO[facts['distribution']]
+    repo = render('docker', facts, docker_install_source='docker_ce').template(
+        trust_as_template('{{ __docker_settings | accel.nodes.docker_plan }}'))['repo']
+    assert repo['url'] == 'https://download.docker.com/linux/' + DOCKER_CE_DISTRO[facts['distribution']]
     # The key of the node's own tree, and the fingerprint Docker's install guide gives for it: the deb and rpm
     # trees are signed with different keys (docker/docs content/manuals/engine/install/{debian,rhel}.md).
-    assert value(t, '__docker_repo_key_url') == value(t, '__docker_ce_url') + '/gpg'
-    assert value(t, '__docker_repo_key_fingerprints') == (
+    assert repo['key_url'] == repo['url'] + '/gpg'
+    assert repo['key_fingerprints'] == (
         ['9DC858229FC7DD38854AE2D88D81803C0EBFCD88'] if facts['os_family'] == 'Debian'
         else ['060A61C51B558A7F742B77AAC52FEB6B621E9F35'])
     if facts['distribution'] == 'Debian' and int(facts['distribution_major_version']) >= 13:
@@ -337,8 +339,8 @@ def test_neuron_container_runtime_hook_package_override():
 @_cases('oci_add_hooks')
 def test_oci_add_hooks_method(facts):
     t = render('oci_add_hooks', facts)
-    packaged = facts['distribution'] in value(t, '__oci_add_hooks_package_distributions')
-    assert packaged == (facts['distribution'] == 'Amazon')
+    method = value(t, '(__oci_add_hooks_settings | accel.nodes.oci_add_hooks_plan(ansible_facts)).method')
+    assert method == ('package' if facts['distribution'] == 'Amazon' else 'source')
 
 
 # Holds on dnf. community.general.dnf_versionlock drives dnf's versionlock plugin, its
