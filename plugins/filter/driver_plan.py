@@ -40,6 +40,11 @@ SMI_ENVIRONMENT = {
     'LC_ALL': 'C',
 }
 SMI_LIST = ['nvidia-smi', '-L']
+# NVIDIA publishes arm64 server packages under "sbsa" in the CUDA repositories (compute/cuda/repos/<dist>/sbsa/).
+CUDA_ARCH = {'aarch64': 'sbsa'}
+# The driver's DKMS module: Debian calls it nvidia-current (nvidia-current-open), Ubuntu and the RPMs nvidia
+# (nvidia-open); accel.nodes.dkms_kernels reads both `dkms status` formats.
+DKMS_MODULE = 'nvidia*'
 SMI_GPU = re.compile(r'^GPU [0-9]+:')
 
 
@@ -94,11 +99,22 @@ def _smi_check(decision: dict[str, t.Any], probe: dict[str, t.Any]) -> dict[str,
     return {'ran': ran, 'seen': seen, 'ok': ok, 'message': message}
 
 
+def _repository(settings: dict[str, t.Any], node: dict[str, t.Any]) -> dict[str, str]:
+    """The CUDA repository of this distribution and CPU under repo_url, and its key: the one named in
+    repo_key_url, else the per-OS key file in the repository."""
+    arch = str(node.get('architecture') or '')
+    arch = CUDA_ARCH.get(arch, arch)
+    dist = str(node.get('cuda_dist') or '')
+    url = '%s/%s/%s/' % (str(settings.get('repo_url') or '').rstrip('/'), dist, arch)
+    return {'dist': dist, 'arch': arch, 'url': url,
+            'key_url': str(settings.get('repo_key_url') or '') or url + str(node.get('repo_key_file') or '')}
+
+
 def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.Any) -> dict[str, t.Any]:
     """The role's plan on this node. settings: the role's variables without their prefix; decision:
     nvidia_driver_decision's answer (None with state absent); probe: the role's node_probe result; node: the
-    per-OS data (package_manager, owned_packages, foreign_packages, distro_packages, distro_branches) and the
-    distribution and its version."""
+    per-OS data (package_manager, owned_packages, foreign_packages, distro_packages, distro_branches, cuda_dist,
+    repo_key_file) and the distribution, its version and the CPU architecture."""
     settings = _settings(settings, 'nvidia_driver_plan')
     probe, node = _dict(probe), _dict(node)
     present = settings['state'] == 'present'
@@ -143,6 +159,10 @@ def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.A
         },
         'fabric_manager': wanted and bool(d.get('fabric_manager')),
         'smi_environment': dict(SMI_ENVIRONMENT),
+        'repo': _repository(settings, node),
+        # The DKMS module the install builds and checks: any version of the branch, or exactly the one asked for.
+        'dkms': {'module': DKMS_MODULE,
+                 'version': str(settings.get('version') or '') or '%s.*' % d.get('branch') if present else ''},
     }
     plan['summary'] = _summary(plan, d, present)
     return plan

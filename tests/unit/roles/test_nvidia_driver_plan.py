@@ -178,3 +178,20 @@ def test_the_probe_reads_every_package_the_owned_patterns_match(family, distribu
 def test_fabric_manager_needs_the_decision_and_the_per_os_names():
     with pytest.raises(AnsibleFilterError, match='per-OS names'):
         nvidia_driver_fabric_manager_plan({'branch': '580'}, '', {}, {}, {})
+
+
+def test_the_install_builds_any_version_of_the_branch_or_exactly_the_one_asked_for():
+    p = plan(facts=v100(loaded=None))
+    assert p['dkms'] == {'module': 'nvidia*', 'version': '580.*'}
+    assert plan(facts=v100(loaded=None), version='580.95.05')['dkms']['version'] == '580.95.05'
+    assert nvidia_driver_plan(settings(state='absent'), None, {'packages': {}}, node())['dkms']['version'] == ''
+
+
+def test_the_repository_is_the_distributions_under_the_mirror_with_its_key():
+    where = dict(node(), architecture='x86_64', cuda_dist='debian12', repo_key_file='3bf863cc.pub')
+    repo = plan(where=where, repo_url='file:///srv/cuda//')['repo']
+    assert repo == {'dist': 'debian12', 'arch': 'x86_64', 'url': 'file:///srv/cuda/debian12/x86_64/',
+                    'key_url': 'file:///srv/cuda/debian12/x86_64/3bf863cc.pub'}
+    assert plan(where=where, repo_key_url='file:///k.asc')['repo']['key_url'] == 'file:///k.asc'
+    # NVIDIA publishes arm64 server packages under "sbsa".
+    assert plan(where=dict(where, architecture='aarch64'))['repo']['arch'] == 'sbsa'

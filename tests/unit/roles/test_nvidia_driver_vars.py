@@ -59,6 +59,7 @@ def render(facts, decision=None, kernel=KERNEL, **overrides):
     variables.setdefault('nvidia_driver_kernels_report', {
         'target': kernel, 'targets': [kernel], 'headers_metapackages': [], 'module_versions': [],
         'headers_packages': headers, 'headers_to_install': headers})
+    variables['nvidia_driver_probe'] = {'packages': {}}
     variables['nvidia_driver_decision'] = dict({
         'branch': '580', 'version': '', 'kernel_module': 'open', 'source': 'cuda_repo', 'kernel': kernel,
     }, **(decision or {}))
@@ -67,6 +68,15 @@ def render(facts, decision=None, kernel=KERNEL, **overrides):
 
 def value(templar, name):
     return templar.template(trust_as_template('{{ %s }}' % name))
+
+
+def repository(templar):
+    """The CUDA repository and key of nvidia_driver_plan, as tasks/main.yml sets it (for the removal, whose plan
+    needs no decision: the repository does not depend on it)."""
+    task = next(t for t in load('nvidia_driver', 'tasks', 'main.yml') if t['name'] == 'Decide what the role does on this node')
+    expr = task['ansible.builtin.set_fact']['nvidia_driver_plan'].replace(
+        '__nvidia_driver_settings |', '(__nvidia_driver_settings | combine({"state": "absent"})) |')
+    return templar.template(trust_as_template(expr))['repo']
 
 
 def packages_plan(templar):
@@ -106,8 +116,8 @@ def test_repository_and_headers(facts, dist, manager, headers):
     # NVIDIA signs the debian13 tree with its own key (NVIDIA/cuda-repo-management#39).
     key = {'apt': '3bf863cc.pub', 'dnf': 'D42D0685.pub'}[manager] if dist != 'debian13' else '8793F200.pub'
     assert value(t, '__nvidia_driver_package_manager') == manager
-    assert value(t, '__nvidia_driver_repo_dir_url') == '%s/%s/x86_64/' % (CUDA, dist)
-    assert value(t, '__nvidia_driver_repo_key_url_effective') == '%s/%s/x86_64/%s' % (CUDA, dist, key)
+    assert repository(t)['url'] == '%s/%s/x86_64/' % (CUDA, dist)
+    assert repository(t)['key_url'] == '%s/%s/x86_64/%s' % (CUDA, dist, key)
     # The headers package is named in Python now (accel.nodes.dkms_kernels), and installed as the role lists it.
     assert _kernels.headers_package(facts['distribution'], KERNEL) == headers
     assert packages_plan(t)['required'][0] == headers
@@ -172,7 +182,8 @@ def test_no_distro_driver_on_dnf(facts):
 
 def test_arm64_uses_sbsa():
     t = render(host('Ubuntu', '24.04', 'Debian', architecture='aarch64'))
-    assert value(t, '__nvidia_driver_repo_dir_url') == CUDA + '/ubuntu2404/sbsa/'
+    assert repository(t)['url'] == CUDA + '/ubuntu2404/sbsa/'
+    assert repository(t)['arch'] == 'sbsa'
 
 
 def test_mirror_and_overrides():
@@ -180,8 +191,8 @@ def test_mirror_and_overrides():
                nvidia_driver_repo_url='file:///srv/accel-repos/cuda/',
                nvidia_driver_repo_key_url='file:///srv/accel-repos/keys/cuda.asc',
                nvidia_driver_packages=['nvidia-driver-580-open'])
-    assert value(t, '__nvidia_driver_repo_dir_url') == 'file:///srv/accel-repos/cuda/debian12/x86_64/'
-    assert value(t, '__nvidia_driver_repo_key_url_effective') == 'file:///srv/accel-repos/keys/cuda.asc'
+    assert repository(t)['url'] == 'file:///srv/accel-repos/cuda/debian12/x86_64/'
+    assert repository(t)['key_url'] == 'file:///srv/accel-repos/keys/cuda.asc'
     # Packages of one's own replace the role's choice, pin included.
     assert packages_plan(t)['driver'] == ['nvidia-driver-580-open']
     assert packages_plan(t)['pin'] == []
