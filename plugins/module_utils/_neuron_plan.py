@@ -8,9 +8,10 @@ accel.nodes.node_probe read. The filters of plugins/filter/neuron.py call them.
 This file is private to the accel.nodes collection: its interface may change
 without notice, and code outside the collection must not import it.
 
-The vendor facts (the Inf1 PCI device IDs, the last driver line for Inf1, the
-hook package names) stay in the roles' vars/main.yml with their sources, and
-come in as arguments.
+The neuron_driver role's constants (the Inf1 PCI device IDs, the last driver
+line for Inf1, its packages and the files it writes) live here beside their
+sources; the container runtime roles' hook package names stay in their
+vars/main.yml and come in as arguments.
 """
 
 from __future__ import annotations
@@ -63,6 +64,55 @@ def pin_matches(installed: str, pin: str, glob: str) -> bool:
     return fnmatch.fnmatchcase(installed, pattern) or fnmatch.fnmatchcase(installed.rsplit('-', 1)[0], pattern)
 
 
+# PCI device IDs of Inferentia (Inf1) behind Amazon's vendor ID 0x1d0f.
+INF1_PCI_DEVICE_IDS = ['0x7064', '0x7065', '0x7066', '0x7067']
+# The last driver line that supports Inf1.
+INF1_DRIVER_LINE = '2.24'
+# The DKMS module name the driver package registers.
+DKMS_MODULE = 'aws-neuronx'
+# Every package of the current generation neuron_driver may have installed.
+ALL_PACKAGES = ['aws-neuronx-dkms', 'aws-neuronx-tools', 'aws-neuronx-runtime-lib', 'aws-neuronx-collectives']
+# Files the driver's DKMS scripts write and no package owns.
+LEFTOVERS = ['/lib/udev/rules.d/neuron-udev.rules', '/usr/lib/udev/rules.d/neuron-udev.rules',
+             '/etc/modules-load.d/neuron.conf']
+# The loaded module, and its MODULE_VERSION (aws-neuron-driver, neuron_module.c): its package's version.
+MODULE_DIR = '/sys/module/neuron'
+MODULE_VERSION = '/sys/module/neuron/version'
+# The login shells' PATH (templates/aws-neuron.sh.j2 puts /opt/aws/neuron/bin on it).
+PROFILE_FILE = '/etc/profile.d/aws-neuron.sh'
+
+# The aws-neuronx-dkms PRE_INSTALL script runs `update-pciids || true` (aws-neuron/aws-neuron-driver, file
+# preinstall), on every DKMS build, kernel updates included. update-pciids downloads pci.ids from the internet
+# and waits on a node that cannot reach it. With neuron_driver_update_pciids false, this no-op comes first on
+# PATH (/usr/local/sbin precedes /usr/sbin in the default PATH of shells and systemd units, and in the PATH the
+# role configures for apt's and rpm's package scripts, SCRIPT_PATH) and the node keeps the pci.ids of its
+# pciutils/hwdata package. Only a shim with the marker is replaced or removed.
+UPDATE_PCIIDS_SHIM = '/usr/local/sbin/update-pciids'
+UPDATE_PCIIDS_MARKER = 'accel.nodes.neuron_driver: update-pciids is off'
+UPDATE_PCIIDS_CONTENT = ('#!/bin/sh\n'
+                         '# %s (neuron_driver_update_pciids: false).\n'
+                         '# This node cannot reach the internet; pci.ids stays the one its package ships.\n'
+                         'exit 0\n' % UPDATE_PCIIDS_MARKER)
+# The PATH package scripts run with, per OS family. apt runs dpkg, and so the maintainer scripts, with PATH set
+# to DPkg::Path, "/usr/sbin:/usr/bin:/sbin:/bin" unless configured (apt.conf(5)); rpm runs scriptlets with PATH
+# set to the macro %_install_script_path, "/sbin:/bin:/usr/sbin:/usr/bin" by default (rpm's macros file).
+# Without /usr/local/sbin the no-op update-pciids would not be found first.
+SCRIPT_PATH = {
+    'Debian': ('/etc/apt/apt.conf.d/90accel-nodes-neuron-driver',
+               '// %s: maintainer scripts find its no-op update-pciids first.\n'
+               'DPkg::Path "/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin";\n' % UPDATE_PCIIDS_MARKER),
+    'RedHat': ('/etc/rpm/macros.accel-nodes-neuron-driver',
+               '# %s: scriptlets find its no-op update-pciids first.\n'
+               '%%_install_script_path /usr/local/sbin:/sbin:/bin:/usr/sbin:/usr/bin\n' % UPDATE_PCIIDS_MARKER),
+}
+# What node_probe reads, before the OS family is known: the Neuron packages (of both generations), the kernel
+# packages of both families and dnf's versionlock plugin; the shim, the loaded module, and every file the role
+# writes, the package scripts' PATH of either OS family among them.
+PROBE_PACKAGES = ['^aws-neuron', '^linux-(image|headers|modules|modules-extra)-', '^kernel',
+                  '^python3-dnf-plugin-versionlock$']
+PROBE_PATHS = [UPDATE_PCIIDS_SHIM, MODULE_DIR, MODULE_VERSION, PROFILE_FILE] + [f for f, _c in SCRIPT_PATH.values()]
+
+
 # The package that builds the neuron kernel module, and the one it replaced (AWS's Neuron setup guide:
 # "Update Neuron Driver", and "aws-neuron-dkms" in the legacy package list of neuron_driver_legacy_packages).
 DKMS_PACKAGE = 'aws-neuronx-dkms'
@@ -72,9 +122,9 @@ LEGACY_DKMS_PACKAGE = 'aws-neuron-dkms'
 def driver_plan(accelerators: Optional[Mapping], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """The driver version and packages of neuron_driver, and why an Inf1 node refuses a driver."""
     type_ = instance_type(accelerators, settings.get('instance_type'))
-    inf1 = is_inf1(accelerators, type_, settings.get('inf1_pci_device_ids') or [])
+    inf1 = is_inf1(accelerators, type_, settings.get('inf1_pci_device_ids') or INF1_PCI_DEVICE_IDS)
     pin = _str(settings['inf1_dkms_version'] if inf1 else settings['dkms_version'])
-    line = _str(settings.get('inf1_driver_line'))
+    line = _str(settings.get('inf1_driver_line') or INF1_DRIVER_LINE)
     problem = None
     if inf1 and not _bool(settings.get('inf1_allow_unsupported_driver')):
         match = re.match(r'^([0-9]+)\.([0-9]+)', pin)
@@ -159,7 +209,7 @@ def hook_package(accelerators: Optional[Mapping], installed: Optional[Packages],
     """The OCI hook package of neuron_container_runtime (AWS's OCI hook tutorial: the Inf1
     package on Inf1, the neuronx one elsewhere), its pin, and what is left to do."""
     type_ = instance_type(accelerators, settings.get('instance_type'))
-    inf1 = is_inf1(accelerators, type_, settings.get('inf1_pci_device_ids') or [])
+    inf1 = is_inf1(accelerators, type_, settings.get('inf1_pci_device_ids') or INF1_PCI_DEVICE_IDS)
     inf1_package, neuronx_package = _str(settings['inf1_hook_package']), _str(settings['neuronx_hook_package'])
     package = _str(settings.get('oci_hook_package')) or (inf1_package if inf1 else neuronx_package)
     version = _str(settings['inf1_oci_hook_version'] if package == inf1_package else settings['oci_hook_version'])

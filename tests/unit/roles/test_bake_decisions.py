@@ -17,6 +17,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.accel.nodes.plugins.filter import neuron
 from ansible_collections.accel.nodes.plugins.module_utils import _ec2
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
@@ -62,9 +63,9 @@ def neuron_pin(accelerators, instance_type):
     variables = {}
     variables.update(load('neuron_driver', 'defaults', 'main.yml'))
     variables.update(load('neuron_driver', 'vars', 'main.yml'))
-    variables.update(load('neuron_driver', 'vars', 'Debian.yml'))
-    variables.update({'neuron_driver_instance_type': instance_type, 'ansible_facts': {'accelerators': accelerators}})
-    return Templar(loader=DataLoader(), variables=variables).template(variables['__neuron_driver_plan'])['dkms_pin']
+    variables.update({'neuron_driver_instance_type': instance_type})
+    settings = Templar(loader=DataLoader(), variables=variables).template(variables['__neuron_driver_settings'])
+    return neuron.neuron_driver_plan(accelerators, settings)['dkms_pin']
 
 
 def test_a_g5_bake_on_a_host_with_eight_v100s_gets_the_open_modules(bake_facts):

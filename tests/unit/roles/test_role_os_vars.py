@@ -26,7 +26,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
-from ansible_collections.accel.nodes.plugins.filter import toolkit_plan
+from ansible_collections.accel.nodes.plugins.filter import neuron, toolkit_plan
 
 sys.path.insert(0, os.path.dirname(__file__))
 from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
@@ -231,22 +231,27 @@ def test_nvidia_container_toolkit(facts):
 # "deb https://apt.repos.neuron.amazonaws.com ${VERSION_CODENAME} main", dnf baseurl
 # https://yum.repos.neuron.amazonaws.com, both signed by GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB.
 def _neuron_driver(facts, kernel=None, **extra):
+    """The role's plan as tasks/main.yml sets it, from the role's own settings, on a node where the probe found
+    none of the files the role writes."""
     facts = dict(facts, kernel=kernel or facts['kernel'])
-    variables = {}
+    request = neuron.neuron_driver_probe_request({})
+    variables = {'neuron_driver_probe': {'packages': {}, 'paths': dict((p, {'exists': False}) for p in request['paths'])},
+                 'ansible_search_path': [os.path.join(ROLES, 'neuron_driver')]}
     variables.update(extra)
     t = render('neuron_driver', facts, **variables)
-    repo = value(t, "(neuron_driver_repo_url if neuron_driver_repo_url | length > 0 else __neuron_driver_repo_url) | regex_replace('/+$', '')")
-    return t, repo
+    task = next(task for task in load('neuron_driver', 'tasks', 'main.yml') if task['name'] == 'Decide what the role does on this node')
+    return t, t.template(task['ansible.builtin.set_fact']['neuron_driver_plan'])
 
 
 @_cases('neuron_driver')
 def test_neuron_driver_repository(facts):
-    t, repo = _neuron_driver(facts)
+    _t, plan = _neuron_driver(facts)
     apt = facts['os_family'] == 'Debian'
+    repo = plan['repository']['url']
     assert repo == ('https://apt.repos.neuron.amazonaws.com' if apt else 'https://yum.repos.neuron.amazonaws.com')
+    assert plan['repository']['key_url'] == repo + '/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB'
     if apt:
-        suite = value(t, "neuron_driver_repo_suite if neuron_driver_repo_suite | length > 0 else ansible_facts.distribution_release")
-        assert suite == facts['distribution_release']
+        assert plan['repository']['suite'] == facts['distribution_release']
 
 
 # The headers package of the running kernel: linux-headers-<kernel> on Debian and Ubuntu,
@@ -264,12 +269,13 @@ def test_neuron_driver_headers(facts, kernel, headers):
     # Named in Python (accel.nodes.dkms_kernels), installed as the role lists them.
     assert _kernels.headers_package(facts['distribution'], kernel) == headers
     report = {'headers_packages': [headers], 'headers_metapackages': ['linux-headers-aws']}
-    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report)
-    assert value(t, '__neuron_driver_headers_packages') == [headers, 'linux-headers-aws']
-    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report, neuron_driver_kernels='target')
-    assert value(t, '__neuron_driver_headers_packages') == [headers]
-    t, _repo = _neuron_driver(facts, kernel, neuron_driver_kernels_report=report, neuron_driver_kernel_headers_package='none')
-    assert value(t, '__neuron_driver_headers_packages') == []
+
+    def listed(**extra):
+        _t, plan = _neuron_driver(facts, kernel, **extra)
+        return neuron.neuron_driver_packages({}, plan, kernels_report=report)['headers']
+    assert listed() == [headers, 'linux-headers-aws']
+    assert listed(neuron_driver_kernels='target') == [headers]
+    assert listed(neuron_driver_kernel_headers_package='none') == []
 
 
 # apt matches a pin against the whole Debian version, and the Neuron apt repository
@@ -281,9 +287,9 @@ def test_neuron_driver_headers(facts, kernel, headers):
 # (The specs themselves: tests/unit/plugins/filter/test_neuron_filters.py.)
 @_cases('neuron_driver')
 def test_neuron_driver_pins_match_hashed_versions(facts):
-    t, _repo = _neuron_driver(facts, neuron_driver_install_runtime_lib=True,
+    _t, plan = _neuron_driver(facts, neuron_driver_install_runtime_lib=True,
                               ansible_facts=dict(facts, accelerators={'ec2': {'instance_type': 'inf1.xlarge'}}))
-    specs = value(t, '__neuron_driver_plan.package_specs')
+    specs = plan['package_specs']
     if facts['os_family'] == 'Debian':
         assert specs == ['aws-neuronx-dkms=2.24.*', 'aws-neuronx-tools=2.33.38.0*', 'aws-neuronx-runtime-lib=2.35.30.0*']
         assert fnmatch.fnmatchcase('2.35.30.0-000000000', specs[2].split('=')[1])
@@ -390,22 +396,20 @@ def test_offline_example_keeps_the_neuron_driver_off_the_internet():
 # by the driver's preinstall only when the role puts /usr/local/sbin first there.
 @_cases('neuron_driver')
 def test_neuron_driver_offline_package_scripts_find_the_no_op_first(facts):
-    t, _repo = _neuron_driver(facts)
-    content = value(t, '__neuron_driver_script_path_content')
-    shim = value(t, '__neuron_driver_update_pciids_shim')
+    _t, plan = _neuron_driver(facts, neuron_driver_update_pciids=False)
+    shim, script, profile = plan['files']
+    assert 'exit 0' in shim['content'] and shim['mode'] == '0755'
     if facts['os_family'] == 'Debian':
-        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/apt/apt.conf.d/')
-        path = re.search(r'^DPkg::Path "([^"]+)";$', content, re.M).group(1)
+        assert script['path'].startswith('/etc/apt/apt.conf.d/')
+        path = re.search(r'^DPkg::Path "([^"]+)";$', script['content'], re.M).group(1)
     else:
-        assert value(t, '__neuron_driver_script_path_file').startswith('/etc/rpm/macros.')
-        path = re.search(r'^%_install_script_path (\S+)$', content, re.M).group(1)
+        assert script['path'].startswith('/etc/rpm/macros.')
+        path = re.search(r'^%_install_script_path (\S+)$', script['content'], re.M).group(1)
     dirs = path.split(':')
-    assert dirs[0] == os.path.dirname(shim) == '/usr/local/sbin'
+    assert dirs[0] == os.path.dirname(shim['path']) == '/usr/local/sbin'
+    assert '/opt/aws/neuron/bin' in profile['content']  # the role's template, rendered
     # The role's probe reads every file it writes, or paths_to_write would leave it to the module.
-    probed = value(t, '__neuron_driver_probe_paths')
-    written = [value(t, name) for name in ('__neuron_driver_update_pciids_shim', '__neuron_driver_script_path_file',
-                                           '__neuron_driver_profile_file')]
-    assert set(written) <= set(probed)
+    assert {shim['path'], script['path'], profile['path']} <= set(neuron.neuron_driver_probe_request({})['paths'])
     assert {'/usr/sbin', '/usr/bin', '/sbin', '/bin'} <= set(dirs)
 
 
@@ -428,8 +432,8 @@ def _debian_packages():
     names += value(t, '__nvidia_driver_persistenced_packages') + value(t, '__nvidia_driver_nvlsm_packages')
     names += list(value(t, '__nvidia_driver_fabric_manager_names').values())
     names.append(value(t, '__nvidia_driver_cuda_repo_pin_package'))
-    t = render('neuron_driver', facts)
-    names += value(t, '__neuron_driver_all_packages') + value(t, 'neuron_driver_legacy_packages')
+    _t, plan = _neuron_driver(facts)
+    names += plan['remove']
     t = render('neuron_container_runtime', facts)
     names += value(t, '__neuron_container_runtime_hook_packages')
     t = render('oci_add_hooks', facts)

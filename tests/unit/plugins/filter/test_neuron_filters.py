@@ -56,14 +56,11 @@ def inf1_tree_facts(run_module):
 def driver_settings(os_family='Debian', **extra):
     """The settings the role passes, from its own defaults and vars."""
     defaults = _role_yaml('neuron_driver', 'defaults', 'main.yml')
-    rvars = _role_yaml('neuron_driver', 'vars', 'main.yml')
-    osvars = _role_yaml('neuron_driver', 'vars', '%s.yml' % os_family)
+    osvars = _role_yaml('neuron_driver', 'vars', '%s.yml' % os_family)['__neuron_driver_os']
     settings = {
         'instance_type': '',
-        'inf1_pci_device_ids': rvars['__neuron_driver_inf1_pci_device_ids'],
-        'inf1_driver_line': rvars['__neuron_driver_inf1_driver_line'],
-        'version_separator': osvars['__neuron_driver_version_separator'],
-        'version_glob': osvars['__neuron_driver_version_glob'],
+        'version_separator': osvars['version_separator'],
+        'version_glob': osvars['version_glob'],
     }
     for key in ('dkms_version', 'inf1_dkms_version', 'inf1_allow_unsupported_driver', 'tools_version',
                 'install_runtime_lib', 'runtime_lib_version', 'install_collectives', 'collectives_version'):
@@ -165,7 +162,7 @@ CAPTURED_PINS = {'tools_version': '2.29.18.0'}
 def converged():
     """The packages accel.nodes.node_probe reads on the converged neuron node (Debian 12)."""
     text = (NEURON / 'dpkg-status-inf1-converged').read_text()
-    patterns = _role_yaml('neuron_driver', 'vars', 'main.yml')['__neuron_driver_probe_packages']
+    patterns = neuron.neuron_driver_probe_request({})['packages']
     return _node_probe.parse_dpkg_status(text, patterns)
 
 
@@ -175,7 +172,7 @@ def package_settings(**extra):
         'legacy_packages': defaults['neuron_driver_legacy_packages'],
         'headers_packages': ['linux-headers-6.1.0-98-cloud-amd64', 'linux-headers-6.1.0-99-cloud-amd64'],
         'version_glob': '*',
-        'kernel_packages': _role_yaml('neuron_driver', 'vars', 'Debian.yml')['__neuron_driver_kernel_packages'],
+        'kernel_packages': _role_yaml('neuron_driver', 'vars', 'Debian.yml')['__neuron_driver_os']['kernel_packages'],
         'hold_packages': True,
         'hold_kernel': True,
     }
@@ -285,11 +282,99 @@ def test_rpm_holds_every_installed_package_as_versionlock_is_idempotent():
                  'kernel-core': {'version': '6.1.102-108.177.amzn2023', 'release': '108.177.amzn2023', 'selection': None,
                                  'status': 'installed'}}
     plan = neuron.neuron_driver_plan({'ec2': {'instance_type': 'inf2.xlarge'}}, driver_settings('RedHat'))
-    kernel = _role_yaml('neuron_driver', 'vars', 'RedHat.yml')['__neuron_driver_kernel_packages']
+    kernel = _role_yaml('neuron_driver', 'vars', 'RedHat.yml')['__neuron_driver_os']['kernel_packages']
     actions = neuron.neuron_driver_packages(installed, plan, package_settings(version_glob='', kernel_packages=kernel))
     assert actions['install'] is False
     assert actions['hold_packages'] == ['aws-neuronx-dkms', 'aws-neuronx-tools']
     assert actions['hold_kernel'] == ['kernel-core']
+
+
+# neuron_driver: the role's plan, from its probe and the per-OS data (the role's own templating of its
+# settings is tests/unit/roles/test_role_os_vars.py's).
+
+def role_settings(**extra):
+    defaults = _role_yaml('neuron_driver', 'defaults', 'main.yml')
+    settings = dict((k[len('neuron_driver_'):], v) for k, v in defaults.items())
+    settings.update(extra)
+    return settings
+
+
+def role_node(os_family='Debian', **extra):
+    node = dict(_role_yaml('neuron_driver', 'vars', '%s.yml' % os_family)['__neuron_driver_os'],
+                os_family=os_family, distribution_release='bookworm', bake=False, profile_content='# PATH\n')
+    node.update(extra)
+    return node
+
+
+def probed(**paths):
+    """node_probe's answer for every path the role asks, none of them there, but those given."""
+    seen = dict((p, {'exists': False}) for p in neuron.neuron_driver_probe_request({})['paths'])
+    seen.update(paths)
+    return {'packages': {}, 'paths': seen}
+
+
+def test_the_role_plan_writes_only_what_the_probe_found_different(scenario_facts):
+    settings = role_settings(update_pciids=False)
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], settings, probed(), role_node())
+    assert [(f['path'], f['state']) for f in plan['files']] == [
+        ('/usr/local/sbin/update-pciids', 'present'), ('/etc/apt/apt.conf.d/90accel-nodes-neuron-driver', 'present'),
+        ('/etc/profile.d/aws-neuron.sh', 'present')]
+    written = dict((f['path'], {'exists': True, 'type': 'file', 'text': f['content'], 'mode': f['mode'], 'uid': 0,
+                                'gid': 0}) for f in plan['files'])
+    again = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], settings, probed(**written), role_node())
+    assert again['files'] == [] and again['problems'] == []
+    assert 'update-pciids' not in again['summary'] and again['summary'].startswith('inf1.6xlarge (Inf1): aws-neuronx-dkms 2.24.*')
+    # The defaults: nothing to remove where nothing is there, the login shells' PATH to write.
+    plan = neuron.neuron_driver_plan(scenario_facts['inf1.6xlarge'], role_settings(), probed(), role_node('RedHat'))
+    assert [(f['path'], f['state']) for f in plan['files']] == [('/etc/profile.d/aws-neuron.sh', 'present')]
+
+
+def test_the_role_plan_refuses_an_update_pciids_it_did_not_write(scenario_facts):
+    foreign = {'/usr/local/sbin/update-pciids': {'exists': True, 'type': 'file', 'text': '#!/bin/sh\n'}}
+    plan = neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(update_pciids=False),
+                                     probed(**foreign), role_node())
+    assert plan['problems'] == ["/usr/local/sbin/update-pciids exists and is not the role's: the role leaves it alone. "
+                                "Remove it, or set neuron_driver_update_pciids back to true."]
+    assert 'stop: /usr/local/sbin/update-pciids' in plan['summary']
+    # With update-pciids on, the role leaves a foreign one alone without complaint.
+    assert neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(), probed(**foreign),
+                                     role_node())['problems'] == []
+
+
+def test_the_role_plan_takes_the_repository_mirror_and_the_module_state(scenario_facts):
+    probe = probed(**{'/sys/module/neuron': {'exists': True},
+                      '/sys/module/neuron/version': {'exists': True, 'text': '2.31.7.0\n'}})
+    plan = neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(repo_url='http://mirror/neuron//'),
+                                     probe, role_node(bake='True'))
+    assert plan['repository'] == {'url': 'http://mirror/neuron',
+                                  'key_url': 'http://mirror/neuron/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB', 'suite': 'bookworm'}
+    assert plan['loaded'] is True and plan['bake'] is True
+    assert plan['package_settings']['loaded_version'] == '2.31.7.0'
+
+
+def test_the_role_plan_for_state_absent_names_what_it_removes():
+    probe = dict(probed(), packages={'aws-neuronx-tools': {'version': '2.33.38.0'}, 'linux-image-6.1': {}})
+    plan = neuron.neuron_driver_plan(None, role_settings(state='absent'), probe, role_node())
+    assert plan['installed'] == ['aws-neuronx-tools']
+    assert plan['remove'][:4] == plan['all_packages'] and 'aws-neuron-dkms' in plan['remove']
+    assert plan['files'] == [] and plan['problems'] == []
+    assert plan['summary'].startswith('remove the Neuron driver, tools and libraries (installed: aws-neuronx-tools)')
+
+
+def test_the_headers_come_from_the_kernels_dkms_kernels_lists(scenario_facts):
+    plan = neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(), probed(), role_node())
+    report = {'headers_packages': ['linux-headers-6.1.0-28-cloud-amd64'], 'headers_metapackages': ['linux-headers-cloud-amd64'],
+              'targets': ['6.1.0-28-cloud-amd64'], 'target': '6.1.0-28-cloud-amd64'}
+    actions = neuron.neuron_driver_packages({}, plan, kernels_report=report)
+    assert actions['headers'] == ['linux-headers-6.1.0-28-cloud-amd64', 'linux-headers-cloud-amd64']
+    assert actions['headers_failed'] % 'no candidate' == (
+        'The headers of kernel 6.1.0-28-cloud-amd64 cannot be installed (linux-headers-6.1.0-28-cloud-amd64, '
+        'linux-headers-cloud-amd64: no candidate). DKMS needs' + actions['headers_failed'].split('DKMS needs', 1)[1])
+    plan = neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(kernels='target'), probed(), role_node())
+    assert neuron.neuron_driver_packages({}, plan, kernels_report=report)['headers'] == ['linux-headers-6.1.0-28-cloud-amd64']
+    plan = neuron.neuron_driver_plan(scenario_facts['inf2.xlarge'], role_settings(kernel_headers_package='none'),
+                                     probed(), role_node())
+    assert neuron.neuron_driver_packages({}, plan, kernels_report=report)['headers'] == []
 
 
 # neuron_container_runtime. AWS's "Tutorial Docker Neuron OCI Hook Setup": Inf1 installs
