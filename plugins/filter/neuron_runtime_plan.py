@@ -87,8 +87,8 @@ def neuron_container_runtime_probe_request(settings: t.Any) -> dict[str, t.Any]:
     if _containerd(settings):
         paths += owners.probe_paths()
     return {
-        'packages': ['^%s$' % name for name in HOOK_PACKAGES] + ['^%s$' % re.escape(str(settings['oci_hook_package'] or '')),
-                                                                  '^%s$' % VERSIONLOCK_PACKAGE],
+        'packages': ['^%s$' % name for name in HOOK_PACKAGES]
+        + ['^%s$' % re.escape(str(settings['oci_hook_package'] or '')), '^%s$' % VERSIONLOCK_PACKAGE],
         'executables': _executables(settings) if oci_hook else {},
         'versions': ['oci_add_hooks'] if oci_hook else [],
         'paths': paths,

@@ -142,8 +142,8 @@ def test_the_hook_config_is_what_to_nice_json_writes():
     templar = Templar(loader=DataLoader(), variables={'hook': HOOK})
     wanted = templar.template(trust_as_template(
         "{{ {'hooks': {'prestart': [{'path': hook}]}} | to_nice_json(indent=2) }}")) + '\n'
-    assert plan({'mode': 'oci_hook'})['hook_config'] == {'path': HOOK_CONFIG, 'content': wanted, 'owner': 'root',
-                                                        'group': 'root', 'mode': '0644'}
+    wanted = {'path': HOOK_CONFIG, 'content': wanted, 'owner': 'root', 'group': 'root', 'mode': '0644'}
+    assert plan({'mode': 'oci_hook'})['hook_config'] == wanted
 
 
 def test_docker_is_registered_only_where_daemon_json_lacks_the_runtime():
