@@ -171,9 +171,9 @@ def _summary(plan: dict[str, t.Any], settings: dict[str, t.Any], engines: list[s
     """The plan in one line, for the log."""
     where = ' (bake: nothing restarted)' if plan['bake'] else ''
     if plan['state'] != 'present':
-        return 'absent: unregister %s from %s, remove %s, %s and the wrapper%s' % (
+        return 'absent: unregister %s from %s; remove %s, %s, the wrapper and the hook config%s' % (
             settings['name'], ' and '.join(engines) or 'no engine', plan['udev_rule'],
-            ', '.join(plan['installed_hooks']) or 'no hook package', where)
+            ', '.join(plan['installed_hooks']) or 'no hook package installed', where)
     if plan['device']:
         return 'device: /dev/neuron* %s %s by %s%s; no %s runtime left registered' % (
             settings['device_mode'], settings['device_group'], plan['udev_rule'],

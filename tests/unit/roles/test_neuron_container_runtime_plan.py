@@ -171,8 +171,9 @@ def test_absent_removes_the_installed_hook_packages_and_releases_dnf_locks_only_
     got = plan({'state': 'absent', 'mode': 'oci_hook'}, packages=installed)
     assert got['installed_hooks'] == ['aws-neuronx-oci-hook'] and got['versionlock_installed']
     assert not got['oci_hook'] and not got['device'] and got['hook'] == {}
-    assert got['summary'] == ('absent: unregister oci-neuron from docker, remove /etc/udev/rules.d/neuron-udev.rules, '
-                              'aws-neuronx-oci-hook and the wrapper')
+    assert got['summary'] == ('absent: unregister oci-neuron from docker; remove /etc/udev/rules.d/neuron-udev.rules, '
+                              'aws-neuronx-oci-hook, the wrapper and the hook config')
+    assert 'no hook package installed, the wrapper' in plan({'state': 'absent'})['summary']
     assert plan({'state': 'absent'})['installed_hooks'] == [] and not plan({'state': 'absent'})['versionlock_installed']
     # The plugin the dnf tasks install is the one the plan looks for.
     assert load(ROLE, 'vars', 'RedHat.yml')['__neuron_container_runtime_versionlock_package'] == VERSIONLOCK_PACKAGE
