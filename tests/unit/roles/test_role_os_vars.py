@@ -26,7 +26,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
-from ansible_collections.accel.nodes.plugins.filter import neuron, toolkit_plan
+from ansible_collections.accel.nodes.plugins.filter import neuron, neuron_runtime_plan, toolkit_plan
 
 sys.path.insert(0, os.path.dirname(__file__))
 from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
@@ -302,18 +302,22 @@ def test_neuron_driver_leaves_the_inf1_hook_package_alone():
     runtime role owns it, so the driver role must not remove it as legacy."""
     legacy = _load('neuron_driver', 'defaults', 'main.yml')['neuron_driver_legacy_packages']
     assert 'aws-neuron-runtime-base' not in legacy
-    assert _load('neuron_container_runtime', 'vars', 'main.yml')['__neuron_container_runtime_inf1_hook_package'] not in legacy
+    assert neuron_runtime_plan.INF1_HOOK_PACKAGE not in legacy
     assert {'aws-neuron-dkms', 'aws-neuron-tools', 'aws-neuron-runtime'} <= set(legacy)
 
 
 # neuron_container_runtime. AWS's "Tutorial Docker Neuron OCI Hook Setup": Inf1 installs
-# aws-neuron-runtime-base, Inf2 and Trn1 aws-neuronx-oci-hook.
+# aws-neuron-runtime-base, Inf2 and Trn1 aws-neuronx-oci-hook. The plan is fed as tasks/main.yml feeds it.
 def _hook(facts, instance_type='', pci_ids=(), **extra):
     accelerators = {'ec2': {'instance_type': instance_type},
                     'neuron': {'devices': [{'pci_device_id': p} for p in pci_ids]}}
     t = render('neuron_container_runtime', dict(facts, accelerators=accelerators),
-               neuron_container_runtime_probe={'packages': {}}, **extra)
-    hook = value(t, '__neuron_container_runtime_hook')
+               neuron_container_runtime_mode='oci_hook', **extra)
+    node = {'os_family': facts['os_family'], 'accelerators': accelerators,
+            'version_separator': value(t, '__neuron_container_runtime_version_separator'),
+            'version_glob': value(t, '__neuron_container_runtime_version_glob')}
+    hook = neuron_runtime_plan.neuron_container_runtime_plan(value(t, '__neuron_container_runtime_settings'),
+                                                             {'packages': {}}, node)['hook']
     return {'neuron_container_runtime_hook_package': hook['package'],
             'neuron_container_runtime_hook_version': hook['version']}, hook['spec']
 
@@ -372,7 +376,9 @@ def test_dnf_holds_install_the_versionlock_plugin(role):
         # every lock that may run before the plugin is installed is guarded by it
         for block in re.split(r'\n(?=- name:|    - name:)', text):
             if 'community.general.dnf_versionlock:' in block and "state: absent" in block and name not in installs:
-                assert var in block, '%s %s releases locks without checking for the plugin' % (role, name)
+                # ... in the per-OS variable, or in the role's plan (which a test holds to the same name)
+                assert var in block or '%s_plan.versionlock_installed' % role in block, \
+                    '%s %s releases locks without checking for the plugin' % (role, name)
 
 
 def test_offline_example_keeps_the_neuron_driver_off_the_internet():
@@ -434,8 +440,7 @@ def _debian_packages():
     names.append(value(t, '__nvidia_driver_cuda_repo_pin_package'))
     _t, plan = _neuron_driver(facts)
     names += plan['remove']
-    t = render('neuron_container_runtime', facts)
-    names += value(t, '__neuron_container_runtime_hook_packages')
+    names += neuron_runtime_plan.HOOK_PACKAGES
     t = render('oci_add_hooks', facts)
     names += [value(t, 'oci_add_hooks_package_name')] + value(t, 'oci_add_hooks_build_packages')
     # The headers and kernel packages accel.nodes.dkms_kernels names, and DKMS itself.

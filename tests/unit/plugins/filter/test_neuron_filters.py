@@ -16,7 +16,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accel.nodes.plugins.filter import neuron
+from ansible_collections.accel.nodes.plugins.filter import neuron, neuron_runtime_plan
 from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
 from ansible_collections.accel.nodes.plugins.modules import accelerator_facts
 
@@ -382,13 +382,12 @@ def test_the_headers_come_from_the_kernels_dkms_kernels_lists(scenario_facts):
 
 def hook_settings(os_family='Debian', **extra):
     defaults = _role_yaml('neuron_container_runtime', 'defaults', 'main.yml')
-    rvars = _role_yaml('neuron_container_runtime', 'vars', 'main.yml')
     osvars = _role_yaml('neuron_container_runtime', 'vars', '%s.yml' % os_family)
     settings = {
         'instance_type': defaults['neuron_container_runtime_instance_type'],
-        'inf1_pci_device_ids': rvars['__neuron_container_runtime_inf1_pci_device_ids'],
-        'inf1_hook_package': rvars['__neuron_container_runtime_inf1_hook_package'],
-        'neuronx_hook_package': rvars['__neuron_container_runtime_neuronx_hook_package'],
+        'inf1_pci_device_ids': neuron_runtime_plan.INF1_PCI_DEVICE_IDS,
+        'inf1_hook_package': neuron_runtime_plan.INF1_HOOK_PACKAGE,
+        'neuronx_hook_package': neuron_runtime_plan.NEURONX_HOOK_PACKAGE,
         'oci_hook_package': defaults['neuron_container_runtime_oci_hook_package'],
         'oci_hook_version': defaults['neuron_container_runtime_oci_hook_version'],
         'inf1_oci_hook_version': defaults['neuron_container_runtime_inf1_oci_hook_version'],

@@ -221,7 +221,11 @@ def test_neuron_owner_can_be_named_and_must_be_known():
 
 
 def test_the_neuron_role_probes_what_the_owner_needs():
+    from ansible_collections.accel.nodes.plugins.filter.neuron_runtime_plan import \
+        neuron_container_runtime_probe_request  # pylint: disable=import-outside-toplevel
     import yaml
-    role_vars = yaml.safe_load((Path(__file__).parents[4] / 'roles' / 'neuron_container_runtime' / 'vars' / 'main.yml')
-                               .read_text())
-    assert role_vars['__neuron_container_runtime_owner_paths'] == owners.probe_paths()
+    defaults = yaml.safe_load((Path(__file__).parents[4] / 'roles' / 'neuron_container_runtime' / 'defaults' / 'main.yml')
+                              .read_text())
+    settings = dict((k[len('neuron_container_runtime_'):], v) for k, v in defaults.items())
+    settings.update(mode='oci_hook', engines=['containerd'])
+    assert neuron_container_runtime_probe_request(settings)['paths'][-len(owners.probe_paths()):] == owners.probe_paths()
