@@ -25,6 +25,7 @@ from ansible_collections.accel.nodes.plugins.filter.config_files import docker_r
 from ansible_collections.accel.nodes.plugins.filter.neuron import neuron_containerd_owner, neuron_hook_package, \
     neuron_runtime_chain
 from ansible_collections.accel.nodes.plugins.module_utils import _containerd_owner as owners
+from ansible_collections.accel.nodes.plugins.module_utils import _neuron_plan
 
 # Where oci-add-hooks and runc are looked for when no path is given, in order: where the role
 # accel.nodes.oci_add_hooks (binary and source methods), Amazon Linux's package and the engines' packages put them.
@@ -32,8 +33,8 @@ OCI_ADD_HOOKS_CANDIDATES = ['/usr/local/bin/oci-add-hooks', '/usr/bin/oci-add-ho
                             '/usr/sbin/oci-add-hooks']
 RUNC_CANDIDATES = ['/usr/bin/runc', '/usr/sbin/runc', '/usr/local/bin/runc', '/usr/local/sbin/runc']
 
-# PCI device IDs of Inferentia (Inf1) behind Amazon's vendor ID 0x1d0f.
-INF1_PCI_DEVICE_IDS = ['0x7064', '0x7065', '0x7066', '0x7067']
+# PCI device IDs of Inferentia (Inf1) behind Amazon's vendor ID 0x1d0f: the driver role's, one list for both roles.
+INF1_PCI_DEVICE_IDS = _neuron_plan.INF1_PCI_DEVICE_IDS
 
 # The OCI hook packages of AWS's OCI hook tutorial ("Tutorial Docker Neuron OCI Hook Setup",
 # awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/tutorial-oci-hook.html): Inf1, and the
