@@ -114,7 +114,7 @@ def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.A
     """The role's plan on this node. settings: the role's variables without their prefix; decision:
     nvidia_driver_decision's answer (None with state absent); probe: the role's node_probe result; node: the
     per-OS data (package_manager, owned_packages, foreign_packages, distro_packages, distro_branches, cuda_dist,
-    repo_key_file) and the distribution, its version and the CPU architecture."""
+    repo_key_file, dkms_hint, distro_hint) and the distribution, its version and the CPU architecture."""
     settings = _settings(settings, 'nvidia_driver_plan')
     probe, node = _dict(probe), _dict(node)
     present = settings['state'] == 'present'
@@ -164,6 +164,12 @@ def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.A
         'dkms': {'module': DKMS_MODULE,
                  'version': str(settings.get('version') or '') or '%s.*' % d.get('branch') if present else ''},
     }
+    # What nvidia_driver_missing_packages says where the package manager cannot install a package, besides the
+    # packages and the kernels, which only the install's tasks know (tasks/packages-*.yml).
+    plan['missing'] = {'source': d.get('source', ''), 'repo_url': plan['repo']['url'],
+                       'version': settings.get('version') or '', 'branch': d.get('branch', ''),
+                       'cuda_dist': str(node.get('cuda_dist') or ''), 'dkms_hint': str(node.get('dkms_hint') or ''),
+                       'distro_hint': node.get('distro_hint')}
     plan['summary'] = _summary(plan, d, present)
     return plan
 

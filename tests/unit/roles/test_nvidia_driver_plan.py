@@ -195,3 +195,28 @@ def test_the_repository_is_the_distributions_under_the_mirror_with_its_key():
     assert plan(where=where, repo_key_url='file:///k.asc')['repo']['key_url'] == 'file:///k.asc'
     # NVIDIA publishes arm64 server packages under "sbsa".
     assert plan(where=dict(where, architecture='aarch64'))['repo']['arch'] == 'sbsa'
+
+
+@pytest.mark.parametrize('tasks', ['packages-apt.yml', 'packages-dnf.yml'])
+def test_a_package_that_cannot_be_installed_stops_the_install_with_the_fix(tasks):
+    """The plan's missing keys, with the packages and the kernels the install's tasks know, make the message."""
+    where = dict(node(), architecture='x86_64', cuda_dist='debian12', repo_key_file='3bf863cc.pub',
+                 dkms_hint="dkms is in Debian's main archive")
+    p = plan(facts=v100(loaded=None), where=where, repo_url='file:///srv/cuda')
+    assert p['missing'] == {'source': 'cuda_repo', 'repo_url': 'file:///srv/cuda/debian12/x86_64/', 'version': '',
+                            'branch': '580', 'cuda_dist': 'debian12', 'dkms_hint': "dkms is in Debian's main archive",
+                            'distro_hint': None}
+    task = next(x for x in load('nvidia_driver', 'tasks', tasks)
+                if x['name'] == 'Stop before installing anything when a package cannot be installed')
+    report = {'headers_to_install': ['linux-headers-6.1.0-28-cloud-amd64'], 'targets': ['6.1.0-28-cloud-amd64'],
+              'target': '6.1.0-28-cloud-amd64', 'kernels': []}
+    variables = {'nvidia_driver_plan': p, 'nvidia_driver_kernels_report': report}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    for missing, expected in [
+            (['cuda-drivers'], "cuda-drivers cannot be installed from the configured repositories (NVIDIA's CUDA "
+                               'repository at file:///srv/cuda/debian12/x86_64/). Check that NVIDIA publishes branch '
+                               '580 for debian12 there'),
+            (['dkms'], "dkms cannot be installed, and the driver needs it to build its kernel module: dkms is in "
+                       "Debian's main archive.")]:
+        templar.available_variables = dict(variables, __nvidia_driver_missing=missing)
+        assert templar.template(task['ansible.builtin.fail']['msg']).startswith(expected)

@@ -328,16 +328,19 @@ def test_fabric_manager_at_the_driver_version_is_not_installed_again():
     assert fabric_manager_plan(t, older)['to_install'] == ['nvidia-fabricmanager']
 
 
+@pytest.mark.parametrize('tasks', ['hold.yml', 'absent.yml'])
 @pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
-def test_the_driver_packages_among_the_installed_ones(facts):
-    """apt: what accel.nodes.dpkg_holds matched; dnf: ansible_facts.packages."""
+def test_the_driver_packages_among_the_installed_ones(facts, tasks):
+    """apt: what accel.nodes.dpkg_holds named (kernel packages included); dnf: ansible_facts.packages."""
     installed = ['cuda-drivers', 'nvidia-driver-pinning-580', 'nvidia-container-toolkit', 'libnvidia-container1',
-                 'kmod-nvidia-latest-dkms', 'dkms']
+                 'kmod-nvidia-latest-dkms', 'dkms', 'linux-image-6.1.0-28-cloud-amd64']
     t = render(facts, nvidia_driver_holds={'names': installed})
     variables = t.available_variables
     variables['ansible_facts'] = dict(variables['ansible_facts'], packages={n: [{}] for n in installed})
     t.available_variables = variables
-    owned = value(t, '__nvidia_driver_owned')
+    task = next(x for x in load('nvidia_driver', 'tasks', tasks)
+                if x['name'] == 'Name the installed packages that belong to the driver')
+    owned = t.template(task['ansible.builtin.set_fact']['nvidia_driver_owned_packages'])
     if facts['os_family'] == 'Debian':
         assert owned == ['cuda-drivers', 'nvidia-driver-pinning-580']
     else:
