@@ -31,6 +31,9 @@ PROBE_PACKAGES = [
     '^(cuda-drivers|nvidia-|kmod-nvidia|libnvidia-|libcuda1|libnvcuvid|libnvoptix|libxnvctrl'
     '|xserver-xorg-video-nvidia|xorg-x11-nvidia|firmware-nvidia-|dkms-nvidia|nvlsm$)',
     '^python3-dnf-plugin-versionlock$',
+    # The NVLink Subnet Manager's other packages (vars/<os_family>.yml's __nvidia_driver_nvlsm_packages): without
+    # them in the probe, a fourth-generation NVSwitch node would ask apt or dnf on every run.
+    '^(libibumad3?|infiniband-diags)$',
 ]
 # nvidia-smi may live outside the usual PATH: in the driver root that the container toolkit and the GPU
 # operator use (/usr/local/nvidia/bin), or under /opt/nvidia/bin.
@@ -196,7 +199,8 @@ def nvidia_driver_fabric_manager_plan(decision: t.Any, version: t.Any, kernels_r
     installation notes): the version asked for (nvidia_driver_version), else the loaded driver's when it
     satisfies, else the newest version of the module DKMS installed for the kernels the node boots into
     (accel.nodes.dkms_kernels' module_versions); '' where none is known yet (check mode before an install).
-    node: the per-OS names ({legacy, current}), version_format, nvlsm_packages and owned_packages."""
+    node: the per-OS names ({legacy, current}), version_format, nvlsm_packages and owned_packages, and hold (the
+    role's nvidia_driver_hold)."""
     d, node = _dict(decision), _dict(node)
     if 'branch' not in d or not isinstance(node.get('names'), dict) or not node.get('version_format'):
         raise AnsibleFilterError('nvidia_driver_fabric_manager_plan: needs the decision and the per-OS names '
@@ -210,16 +214,22 @@ def nvidia_driver_fabric_manager_plan(decision: t.Any, version: t.Any, kernels_r
     nvlsm = list(node.get('nvlsm_packages') or []) if d.get('nvlsm') else []
     seen = _dict(_dict(probe).get('packages'))
     owned = str(node.get('owned_packages') or '^$')
+    hold = [p for p in [package] + nvlsm if re.match(owned, p)]
+    # dpkg's selections of them as the probe read them (on rpm there are none: the version locks are not read).
+    selections = dpkg_selection_plan(seen, names=hold, selection='hold' if boolean(node.get('hold', True)) else 'install')
     return {
         'version': version,
         'package': package,
         'packages': [package] + nvlsm,
         'install': [node['version_format'] % (package, version)] + nvlsm,
         # Of them, those the probe shows missing, or (Fabric Manager itself) not at the driver's version:
-        # dpkg's and the probe's rpm versions read <driver version>-<release>.
+        # dpkg's and the probe's rpm versions read <driver version>-<release>. Where none is, apt or dnf
+        # would change nothing, and does not run.
         'to_install': (packages_to_change(seen, [package], version=version, upstream=True)
                        + packages_to_change(seen, nvlsm)),
-        'hold': [p for p in [package] + nvlsm if re.match(owned, p)],
+        'hold': hold,
+        # Whether dpkg_holds would change a selection, or must judge a package the probe did not see.
+        'hold_change': bool(selections['change'] or selections['unknown']),
     }
 
 

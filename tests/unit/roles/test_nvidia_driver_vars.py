@@ -22,6 +22,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.module_utils import _kernels
+from ansible_collections.accel.nodes.plugins.filter.driver_plan import nvidia_driver_probe_request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from role_files import ROLES, load, trust_as_template, trusted  # noqa: E402  pylint: disable=wrong-import-position
@@ -326,6 +327,33 @@ def test_fabric_manager_at_the_driver_version_is_not_installed_again():
     assert fabric_manager_plan(t, at)['to_install'] == []
     older = {'nvidia-fabricmanager': dict(at['nvidia-fabricmanager'], version='580.82.07-1')}
     assert fabric_manager_plan(t, older)['to_install'] == ['nvidia-fabricmanager']
+
+
+def test_fabric_manager_already_held_runs_no_dpkg_holds():
+    """hold_change: whether dpkg_holds would set a selection (nvidia_driver_hold, default true), or must judge a
+    package the probe did not see."""
+    t = render(host('Debian', '12.8', 'Debian'), {'satisfied': True, 'loaded_version': '580.95.05'})
+    held = {'nvidia-fabricmanager': {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'}}
+    assert fabric_manager_plan(t, held)['hold_change'] is False
+    assert fabric_manager_plan(t, {'nvidia-fabricmanager': dict(held['nvidia-fabricmanager'], selection='install')})[
+        'hold_change'] is True
+    assert fabric_manager_plan(t, {})['hold_change'] is True   # not installed yet: the install comes first
+    released = render(host('Debian', '12.8', 'Debian'), {'satisfied': True, 'loaded_version': '580.95.05'},
+                      nvidia_driver_hold=False)
+    assert fabric_manager_plan(released, held)['hold_change'] is True
+
+
+@pytest.mark.parametrize('facts', [host('Debian', '12.8', 'Debian'), host('Rocky', '9.4', 'RedHat')])
+def test_the_probe_reads_the_nvlink_subnet_managers_packages(facts):
+    """On fourth-generation NVSwitch nodes Fabric Manager comes with the NVLink Subnet Manager's packages: the
+    probe must read them all, or to_install is never empty and apt or dnf runs on every re-run."""
+    t = render(facts, {'satisfied': True, 'loaded_version': '580.95.05', 'nvlsm': True})
+    nvlsm = value(t, '__nvidia_driver_nvlsm_packages')
+    probe = nvidia_driver_probe_request(value(t, '__nvidia_driver_settings'), None, False)['packages']
+    assert len(nvlsm) == 3 and [n for n in nvlsm if not any(re.search(p, n) for p in probe)] == []
+    seen = {n: {'version': '580.95.05-1', 'selection': 'hold', 'status': 'installed'} for n in nvlsm}
+    seen['nvidia-fabricmanager'] = dict(seen['nvlsm'])
+    assert fabric_manager_plan(t, seen)['to_install'] == []
 
 
 @pytest.mark.parametrize('tasks', ['hold.yml', 'absent.yml'])
