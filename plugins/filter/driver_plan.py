@@ -160,6 +160,9 @@ def nvidia_driver_plan(settings: t.Any, decision: t.Any, probe: t.Any, node: t.A
             # would name them.
             'owned': selections['names'],
         },
+        # The per-OS patterns that pick the driver's own among the installed packages
+        # (nvidia_driver_owned_packages, for the tasks that name them from another list).
+        'owned_patterns': {'owned': str(owned), 'foreign': str(foreign)},
         'fabric_manager': wanted and bool(d.get('fabric_manager')),
         'smi_environment': dict(SMI_ENVIRONMENT),
         'repo': _repository(settings, node),
@@ -233,8 +236,23 @@ def nvidia_driver_fabric_manager_plan(decision: t.Any, version: t.Any, kernels_r
     }
 
 
+def nvidia_driver_owned_packages(installed: t.Any, plan: t.Any) -> list[str]:
+    """The installed packages that belong to the driver, sorted: those the plan's owned pattern matches and its
+    foreign pattern does not. installed: package names, or a dict keyed by them (ansible_facts.packages)."""
+    patterns = _dict(_dict(plan).get('owned_patterns'))
+    if not patterns.get('owned') or not patterns.get('foreign'):
+        raise AnsibleFilterError('nvidia_driver_owned_packages: needs nvidia_driver_plan\'s answer, with owned_patterns')
+    if installed is None:
+        installed = []
+    if isinstance(installed, (str, bytes)):
+        raise AnsibleFilterError('nvidia_driver_owned_packages: needs a list of package names, not a string')
+    owned, foreign = re.compile(patterns['owned']), re.compile(patterns['foreign'])
+    return sorted(str(n) for n in installed if owned.match(str(n)) and not foreign.match(str(n)))
+
+
 class FilterModule(object):
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {'nvidia_driver_plan': nvidia_driver_plan, 'nvidia_driver_probe_request': nvidia_driver_probe_request,
-                'nvidia_driver_fabric_manager_plan': nvidia_driver_fabric_manager_plan}
+                'nvidia_driver_fabric_manager_plan': nvidia_driver_fabric_manager_plan,
+                'nvidia_driver_owned_packages': nvidia_driver_owned_packages}

@@ -18,7 +18,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.accel.nodes.plugins.filter.driver_plan import nvidia_driver_fabric_manager_plan, \
-    nvidia_driver_plan, nvidia_driver_probe_request
+    nvidia_driver_owned_packages, nvidia_driver_plan, nvidia_driver_probe_request
 from ansible_collections.accel.nodes.plugins.filter.nvidia_driver import nvidia_driver_decision
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -173,6 +173,28 @@ def test_the_probe_reads_every_package_the_owned_patterns_match(family, distribu
     matched = [n for n in DRIVER_PACKAGE_NAMES if re.match(owned, n)]
     assert len(matched) >= 10
     assert [n for n in matched if not any(re.search(p, n) for p in probe)] == []
+
+
+@pytest.mark.parametrize('family, distribution, version', [('Debian', 'Debian', '12'), ('RedHat', 'RedHat', '9')])
+def test_the_driver_owned_packages_are_those_the_plan_names_when_the_holds_are_kept(family, distribution, version):
+    """A kept hold takes the plan's owned list (dpkg_selection_plan); a hold that runs, or state absent, names
+    them with nvidia_driver_owned_packages. Both must agree, over a list and over ansible_facts.packages."""
+    where = dict(node(family, distribution, version), distribution=distribution, distribution_version=version)
+    installed = {n: {'version': '1', 'selection': 'hold', 'status': 'installed'} for n in DRIVER_PACKAGE_NAMES}
+    p = plan(packages=installed, where=where)
+    owned = nvidia_driver_owned_packages(DRIVER_PACKAGE_NAMES, p)
+    assert owned == p['holds']['owned'] == sorted(owned)
+    assert nvidia_driver_owned_packages({n: [{}] for n in DRIVER_PACKAGE_NAMES}, p) == owned
+    assert 'cuda-drivers' in owned and 'nvidia-container-toolkit' not in owned
+    assert 'libnvidia-container1' not in owned and 'nvidia-fabricmanager-580' in owned
+    assert nvidia_driver_owned_packages([], p) == [] and nvidia_driver_owned_packages(None, p) == []
+
+
+def test_the_driver_owned_packages_need_the_plan_and_a_list():
+    with pytest.raises(AnsibleFilterError, match='owned_patterns'):
+        nvidia_driver_owned_packages(['cuda-drivers'], {'holds': {}})
+    with pytest.raises(AnsibleFilterError, match='not a string'):
+        nvidia_driver_owned_packages('cuda-drivers', plan())
 
 
 def test_fabric_manager_needs_the_decision_and_the_per_os_names():

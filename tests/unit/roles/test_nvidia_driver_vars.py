@@ -363,6 +363,8 @@ def test_the_driver_packages_among_the_installed_ones(facts, tasks):
     installed = ['cuda-drivers', 'nvidia-driver-pinning-580', 'nvidia-container-toolkit', 'libnvidia-container1',
                  'kmod-nvidia-latest-dkms', 'dkms', 'linux-image-6.1.0-28-cloud-amd64']
     t = render(facts, nvidia_driver_holds={'names': installed})
+    t.available_variables = dict(t.available_variables, nvidia_driver_plan={'owned_patterns': {
+        'owned': value(t, '__nvidia_driver_owned_packages'), 'foreign': value(t, '__nvidia_driver_foreign_packages')}})
     variables = t.available_variables
     variables['ansible_facts'] = dict(variables['ansible_facts'], packages={n: [{}] for n in installed})
     t.available_variables = variables
