@@ -11,6 +11,9 @@
 # `pip install --target DIR mitogen` leaves it), the full re-run is timed a
 # second time under Mitogen's mitogen_linear strategy (issue 29 asks how the
 # collection fares under it); the collection itself is not changed for it.
+# With ACCEL_BENCH_BASE=REF, the full re-run of the collection as it was at that
+# commit (a worktree under build/) runs too, on the same nodes, alternating with
+# the checkout's, so that both meet the same load on this shared machine.
 # The eight nodes come from a scenario generated from molecule/fleet with
 # eight platforms (molecule/fleet-scale, removed at the end), named scale-*.
 # Logs: build/bench-fleet/.
@@ -97,6 +100,21 @@ if rc != 0:
 print('%.2f %.2f %.2f' % (wall, controller, max(total - controller, 0.0)))
 EOF2
 }
+# base PREFIX PLAYBOOK N: one run of the ACCEL_BENCH_BASE collection.
+base() {
+  ANSIBLE_COLLECTIONS_PATH=$base_tree/build/collections ANSIBLE_ROLES_PATH=$base_tree/roles run "$@"
+}
+# alternate N: three full re-runs of each, the base's first; the medians, as
+# "FULL CTL REST" for the checkout, then for the base.
+alternate() {
+  local n=$1 i
+  for i in 1 2 3; do
+    base "base-$n-$i.log" "$scenario/converge.yml" "$n" >>"$out/base-$n.times"
+    run "full-$n-$i.log" "$scenario/converge.yml" "$n" >>"$out/full-$n.times"
+  done
+  sort -n "$out/full-$n.times" | sed -n 2p
+  sort -n "$out/base-$n.times" | sed -n 2p
+}
 # mitogen PREFIX PLAYBOOK N: median, with Mitogen's strategy (ACCEL_BENCH_MITOGEN).
 # Mitogen replaces only the connections it knows by their short names
 # (ansible_mitogen/strategy.py, REDIRECTED_CONNECTION_PLUGINS): the nodes'
@@ -111,6 +129,15 @@ median() {
   local prefix=$1 playbook=$2 n=$3 i
   for i in 1 2 3; do run "$prefix-$i.log" "$playbook" "$n"; done | sort -n | sed -n 2p
 }
+
+base_tree=
+if [ -n "${ACCEL_BENCH_BASE:-}" ]; then
+  base_tree=$top/build/bench-base
+  git worktree remove --force "$base_tree" 2>/dev/null || rm -rf "$base_tree"
+  git worktree add -q --detach "$base_tree" "$ACCEL_BENCH_BASE"
+  "$base_tree/tests/rig/collection-tree.sh" >/dev/null
+  trap 'destroy; git -C "$top" worktree remove --force "$base_tree"' EXIT
+fi
 
 cores=$(nproc)
 # row N FLOOR PREFIX LABEL "FULL CTL REST": warn where a re-run of PREFIX changed
@@ -132,8 +159,14 @@ printf '%-6s %8s %8s %6s %10s %10s %9s\n' nodes floor_s full_s ratio ctl_cpu_s n
 for n in "$@"; do
   line=$(median "floor-$n" "$out/floor.yml" "$n")  # set -e stops the script where a run failed
   read -r floor _ _ <<<"$line"
-  line=$(median "full-$n" "$scenario/converge.yml" "$n")
-  row "$n" "$floor" full '' "$line"
+  if [ -n "$base_tree" ]; then
+    lines=$(alternate "$n")
+    row "$n" "$floor" full '' "$(sed -n 1p <<<"$lines")"
+    row "$n" "$floor" base "  (base: $ACCEL_BENCH_BASE)" "$(sed -n 2p <<<"$lines")"
+  else
+    line=$(median "full-$n" "$scenario/converge.yml" "$n")
+    row "$n" "$floor" full '' "$line"
+  fi
   if [ -n "${ACCEL_BENCH_MITOGEN:-}" ]; then
     line=$(mitogen "mitogen-$n" "$scenario/converge.yml" "$n")
     row "$n" "$floor" mitogen '  (mitogen_linear)' "$line"
