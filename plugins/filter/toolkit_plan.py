@@ -30,6 +30,8 @@ from ansible_collections.accel.nodes.plugins.filter.toolkit_cdi import ENV_FILE,
 from ansible_collections.accel.nodes.plugins.filter.toolkit_inputs import nvidia_container_toolkit_input_errors
 from ansible_collections.accel.nodes.plugins.filter.toolkit_runtime import nvidia_container_toolkit_runtime_plan
 from ansible_collections.accel.nodes.plugins.module_utils import _containerd_owner as owners
+from ansible_collections.accel.nodes.plugins.module_utils._apt_sources import sources_path, sources_text
+from ansible_collections.accel.nodes.plugins.module_utils._openpgp import OpenPGPError, normalize_fingerprint
 
 # The packages that make up the toolkit (v1.20.0 packaging/debian/control); the version applies to all.
 PACKAGES = ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
@@ -65,6 +67,10 @@ def _settings(settings: t.Any, name: str) -> dict[str, t.Any]:
     return settings
 
 
+def _dict(value: t.Any) -> dict[str, t.Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _ctk(settings: dict[str, t.Any]) -> str:
     """nvidia-ctk ships next to the runtime."""
     return os.path.join(os.path.dirname(str(settings['runtime_path'])), 'nvidia-ctk')
@@ -80,15 +86,51 @@ def _dev_char_asked(settings: dict[str, t.Any], live: bool) -> bool:
     return settings['dev_char_symlinks'] != 'never' and live
 
 
-def nvidia_container_toolkit_probe_request(settings: t.Any, live: t.Any) -> dict[str, t.Any]:
-    """node_probe's packages, paths, commands and directories: what nvidia_container_toolkit_plan reads."""
+def _apt_repository(settings: dict[str, t.Any], repository: t.Any) -> dict[str, t.Any]:
+    """The files accel.nodes.package_repository keeps on apt, where the role installs the packages: the .sources
+    file, the keyring and the legacy files it removes; empty elsewhere."""
+    repo = repository if isinstance(repository, dict) else {}
+    if repo.get('family') != 'Debian' or settings['state'] != 'present' or not boolean(settings['install'], strict=False):
+        return {}
+    name, keyring = str(repo['name']), str(repo['keyring'])
+    uris = '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'], repo['path'])
+    return {'sources': sources_path(name), 'text': sources_text(name, keyring, ['deb'], [uris], ['/']),
+            'keyring': keyring, 'armored': repo.get('keyring_format') == 'armored',
+            'legacy': [str(f) for f in repo.get('legacy_files') or []]
+            if boolean(settings['remove_legacy'], strict=False) else []}
+
+
+def _repository_kept(settings: dict[str, t.Any], apt: dict[str, t.Any], probe: dict[str, t.Any]) -> bool:
+    """Whether accel.nodes.package_repository would change nothing: the .sources file as it writes it, a keyring
+    holding exactly the accepted fingerprints in the format asked for, both with mode 0644, and no legacy file.
+    A changed fingerprint list runs the module, which downloads the key again."""
+    paths, keyrings = probe.get('paths') or {}, probe.get('keyrings') or {}
+    sources, keyring = paths.get(apt['sources']) or {}, paths.get(apt['keyring']) or {}
+    key = keyrings.get(apt['keyring']) or {}
+    try:
+        accepted = {normalize_fingerprint(str(f)) for f in settings['repo_key_fingerprint'] or []}
+    except OpenPGPError:
+        return False  # the module says what is wrong with it
+    return (sources.get('type') == 'file' and sources.get('mode') == '0644' and sources.get('text') == apt['text']
+            and keyring.get('type') == 'file' and keyring.get('mode') == '0644' and not key.get('error')
+            and bool(accepted) and set(key.get('fingerprints') or []) == accepted
+            and bool(key.get('armored')) == apt['armored']
+            and not any((paths.get(f) or {}).get('exists') for f in apt['legacy']))
+
+
+def nvidia_container_toolkit_probe_request(settings: t.Any, live: t.Any, repository: t.Any = None) -> dict[str, t.Any]:
+    """node_probe's packages, paths, keyrings, commands and directories: what nvidia_container_toolkit_plan
+    reads. repository: the per-OS layout of NVIDIA's repository (vars/<os_family>.yml), whose files are read on apt."""
     settings = _settings(settings, 'nvidia_container_toolkit_probe_request')
     live = boolean(live, strict=False)
+    apt = _apt_repository(settings, repository)
     containerd = 'containerd' in list(settings['engines'])
     paths = [str(settings['runtime_path']), str(settings['cdi_spec_path']), STATE_DIR, CDI_RECORD,
              str(settings['config_path']), str(settings['docker_config_path']), DEV_CHAR_RULE, VENDOR_SPEC, ENV_FILE,
              str(settings['runtimeclass_path']), os.path.dirname(str(settings['runtimeclass_path']))]
     paths += [str(d) for d in settings['driver_bin_dirs'] or []]
+    if apt:
+        paths += [apt['sources'], apt['keyring']] + apt['legacy']
     commands: dict[str, t.Any] = {}
     if _dev_char_asked(settings, live):
         commands['dev_char'] = dev_char_dry_run(_ctk(settings), '/dev/char', settings['dev_char_create_all'])
@@ -101,6 +143,7 @@ def nvidia_container_toolkit_probe_request(settings: t.Any, live: t.Any) -> dict
     return {
         'packages': ['^(%s)$' % '|'.join(PACKAGES + LEGACY_PACKAGES)],
         'paths': paths,
+        'keyrings': [apt['keyring']] if apt else [],
         'commands': commands,
         'directories': ['/dev/char'] if _dev_char_asked(settings, live) else [],
     }
@@ -179,6 +222,15 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
         'install': installing,
         'hold': bool(packages_to_change(seen, PACKAGES, selection='hold' if hold else 'install')),
     }
+    # NVIDIA's repository: on apt, the probe shows whether package_repository would change anything; where it
+    # would not, and no package changes, tasks/setup-<os_family>.yml is not included at all.
+    apt = _apt_repository(settings, node.get('repository'))
+    repo_kept = bool(apt) and _repository_kept(settings, apt, probe)
+    uris = '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'],
+                         _dict(node.get('repository')).get('path', ''))
+    repository = {'uris': uris, 'kept': repo_kept, 'run': present and install and not repo_kept}
+    packages['setup'] = repository['run'] or installing or packages['hold'] or bool(
+        boolean(settings['remove_legacy'], strict=False) and packages['legacy_installed'])
 
     # config.toml and the engines' files: is each as its module would leave it? config.toml is judged only where
     # no package install can rewrite it after the probe.
@@ -246,6 +298,7 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
         # The k3s or rke2 unit to restart after its drop-in changed: the one that runs, on a live host.
         'owner_restart': live and bool(runtime['containerd']['service']),
         'packages': packages,
+        'repository': repository,
         'config': config,
         'engines': engines_plan,
         'dev_char': dev_char,
@@ -276,6 +329,7 @@ def _summary(plan: dict[str, t.Any], settings: dict[str, t.Any], install: bool, 
     parts = [
         'packages %s' % (('install %s' % settings['version'] if packages['install'] else 'kept at %s' % settings['version'])
                          if install else 'not managed'),
+        'repository %s' % (act(plan['repository']['run'], 'applied') if install else 'not managed'),
         'holds %s' % (act(packages['hold'], 'set') if install else 'not managed'),
         'config.toml %s' % act(plan['config']['write'], 'written'),
         'docker %s' % (act(plan['engines']['docker'], 'registered') if 'docker' in settings['engines'] else 'not used'),

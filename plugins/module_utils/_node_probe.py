@@ -118,6 +118,23 @@ def describe(path: str, read_text: bool = True) -> Dict[str, Any]:
     return info
 
 
+def keyring(path: str) -> Optional[Dict[str, Any]]:
+    """The primary key fingerprints of an OpenPGP key file, armored or binary, as accel.nodes.repo_key and
+    package_repository read a key (_openpgp.read_keys); None where the file does not exist."""
+    from ansible_collections.accel.nodes.plugins.module_utils import _openpgp
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {'fingerprints': [], 'armored': False, 'error': str(exc)}
+    try:
+        return {'fingerprints': _openpgp.read_keys(data)[1], 'armored': _openpgp.is_armored(data), 'error': None}
+    except _openpgp.OpenPGPError as exc:
+        return {'fingerprints': [], 'armored': False, 'error': str(exc)}
+
+
 def first_executable(candidates: List[str],
                      describe_path: Callable[[str], Dict[str, Any]] = lambda p: describe(p, False)) -> str:
     """The first candidate that is an executable regular file (links followed), or ''.

@@ -78,6 +78,15 @@ options:
     type: list
     elements: path
     default: []
+  keyrings:
+    description:
+      - OpenPGP key files, such as an apt repository's C(Signed-By) keyring, to read the primary key fingerprints
+        of in RV(keyrings), armored or binary, without gpg. A role compares them with the fingerprints it accepts,
+        so that a converged re-run need not download the key again.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.5.0
   accelerators:
     description:
       - Gather the accelerator facts in this run, in C(accelerators) of RV(ansible_facts), with these options of
@@ -185,6 +194,15 @@ directories:
   returned: always
   type: dict
   sample: {/dev/char: {"195:0": ../nvidia0, "195:255": ../nvidiactl, "1:3": ../null}}
+keyrings:
+  description:
+    - For each file of O(keyrings), C(fingerprints) (its primary keys', upper-case hex), C(armored), and C(error)
+      (why the file is not a usable OpenPGP key file, else null); null for a file that does not exist.
+  returned: always
+  type: dict
+  sample: {/etc/apt/keyrings/nvidia-container-toolkit.gpg: {fingerprints: [C95B321B61E88C1809C4F759DDCAE044F796ECB0],
+                                                            armored: false, error: null}}
+  version_added: 0.5.0
 interrupted:
   description:
     - What an interrupted run left, one line each; empty when nothing. With O(packages) on dpkg, the packages a
@@ -267,6 +285,7 @@ def main() -> None:
             commands=dict(type='dict', default={}),
             environment=dict(type='dict', default={}),
             directories=dict(type='list', elements='path', default=[]),
+            keyrings=dict(type='list', elements='path', default=[], no_log=False),
             accelerators=dict(type='dict'),
             cuda=dict(type='dict'),
         ),
@@ -296,6 +315,7 @@ def main() -> None:
     result['executables'] = dict((name, _node_probe.first_executable([str(c) for c in (candidates or [])]))
                                  for name, candidates in p['executables'].items())
     result['directories'] = dict((path, _files.list_directory(path)) for path in p['directories'])
+    result['keyrings'] = dict((path, _node_probe.keyring(path)) for path in p['keyrings'])
     result['versions'] = {}
     for name in p['versions']:
         path = result['executables'][name]

@@ -178,11 +178,11 @@ source_changed:
 """
 
 import os
-import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accel.nodes.plugins.module_utils._apt_sources import SOURCES_DIR, slug, sources_text
 from ansible_collections.accel.nodes.plugins.module_utils._files import (
     existing_paths,
     file_diff,
@@ -191,28 +191,6 @@ from ansible_collections.accel.nodes.plugins.module_utils._files import (
     write_atomic,
 )
 from ansible_collections.accel.nodes.plugins.module_utils._repo_key import ensure_absent, ensure_present
-
-SOURCES_DIR = '/etc/apt/sources.list.d'
-
-
-def slug(name: str) -> str:
-    """The file name ansible.builtin.deb822_repository gives a repository (its main(), ansible-core 2.19)."""
-    return re.sub(r'[^a-z0-9-]+', '', re.sub(r'[_\s]+', '-', name.lower()))
-
-
-def sources_text(name: str, keyring: str, types: List[str], uris: List[str], suites: List[str],
-                 components: Optional[List[str]] = None, architectures: Optional[List[str]] = None) -> str:
-    """The deb822 stanza, with deb822_repository's field names and order (its options, sorted by name)."""
-    fields = [
-        ('Architectures', architectures),
-        ('Components', components),
-        ('X-Repolib-Name', [name]),
-        ('Signed-By', [keyring]),
-        ('Suites', suites),
-        ('Types', types),
-        ('URIs', uris),
-    ]
-    return ''.join('%s: %s\n' % (field, ' '.join(value)) for field, value in fields if value)
 
 
 def main() -> None:

@@ -68,10 +68,9 @@ def at_pin(selection='hold', version=PINNED):
 def test_every_setting_of_the_role_reaches_the_plan():
     names = set(load('nvidia_container_toolkit', 'meta', 'argument_specs.yml')['argument_specs']['main']['options'])
     taken = {'nvidia_container_toolkit_' + k for k in settings()}
-    # Read by tasks themselves: the repository, the backup, removing legacy packages, the live switch.
-    by_tasks = {'nvidia_container_toolkit_' + k for k in ('repo_url', 'repo_channel', 'repo_key_url',
-                                                          'repo_key_fingerprint', 'config_backup', 'remove_legacy',
-                                                          'manage_service', 'instance_type')}
+    # Read by tasks themselves: the key's URL, the backup, the live switch.
+    by_tasks = {'nvidia_container_toolkit_' + k for k in ('repo_key_url', 'config_backup', 'manage_service',
+                                                          'instance_type')}
     assert names - taken - by_tasks == set()
 
 
@@ -187,8 +186,9 @@ def test_a_converged_node_plans_no_module_run_and_says_so():
                                          '/etc/nvidia-container-runtime/config.toml': probed(None, kind=None)})
     # Nothing to compare with: the files are written.
     assert got['config']['write'] and got['engines']['docker']
-    assert got['summary'] == ('packages kept at %s; holds kept; config.toml written; docker registered; containerd not '
-                              'used; /dev/char absent kept; CDI off' % PINNED)
+    # Without the apt repository's layout (as on dnf), the repository tasks run.
+    assert got['summary'] == ('packages kept at %s; repository applied; holds kept; config.toml written; docker '
+                              'registered; containerd not used; /dev/char absent kept; CDI off' % PINNED)
 
 
 def test_the_state_record_watches_the_roles_state_directory():
@@ -196,3 +196,133 @@ def test_the_state_record_watches_the_roles_state_directory():
     state = yaml.safe_load((Path(__file__).parents[3] / 'playbooks' / 'vars' / 'state.yml').read_text())
     assert STATE in state['accel_nodes_state_paths_nvidia']
     assert nvidia_container_toolkit_plan.__module__ and STATE == plan()['cdi']['state_dir']
+
+
+# NVIDIA's repository on apt (vars/Debian.yml), as vars/main.yml's __nvidia_container_toolkit_repository gives it.
+DEBIAN = load('nvidia_container_toolkit', 'vars', 'Debian.yml')
+REPOSITORY = {'family': 'Debian', 'name': DEBIAN['__nvidia_container_toolkit_repo_name'],
+              'path': DEBIAN['__nvidia_container_toolkit_repo_path'],
+              'keyring': DEBIAN['__nvidia_container_toolkit_keyring'],
+              'keyring_format': DEBIAN['__nvidia_container_toolkit_keyring_format'],
+              'legacy_files': DEBIAN['__nvidia_container_toolkit_legacy_repo_files']}
+KEYRING = REPOSITORY['keyring']
+SOURCES = '/etc/apt/sources.list.d/nvidia-container-toolkit.sources'
+NVIDIA_KEY = DEFAULTS['nvidia_container_toolkit_repo_key_fingerprint'][0]
+# What package_repository writes for the role's defaults; the same as ansible.builtin.deb822_repository
+# (tests/unit/plugins/modules/test_package_repository.py, DEB822_TOOLKIT).
+SOURCES_TEXT = ('X-Repolib-Name: nvidia-container-toolkit\n'
+                'Signed-By: /etc/apt/keyrings/nvidia-container-toolkit.gpg\n'
+                'Suites: /\n'
+                'Types: deb\n'
+                'URIs: https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)\n')
+
+
+def apt_plan(more=None, paths=None, keyrings=None, packages=None):
+    """The plan on apt with the repository's layout; the probe answers the repository files as given."""
+    given = settings(**(more or {}))
+    request = nvidia_container_toolkit_probe_request(given, True, REPOSITORY)
+    seen = dict((path, probed(None, mode=None, uid=None, gid=None, kind=None)) for path in request['paths'])
+    seen.update(paths or {})
+    node = dict(NODE, repository=REPOSITORY)
+    return nvidia_container_toolkit_plan(given, {
+        'paths': seen, 'keyrings': keyrings or {}, 'packages': at_pin() if packages is None else packages,
+        'commands': {}, 'directories': {}}, node)
+
+
+def in_place(**change):
+    """The probe of a node whose repository is as the role leaves it, with these changes."""
+    paths = {SOURCES: probed(change.pop('text', SOURCES_TEXT), mode=change.pop('sources_mode', '0644')),
+             KEYRING: probed(None, mode=change.pop('keyring_mode', '0644'))}
+    paths.update(change.pop('paths', {}))
+    keyrings = {KEYRING: dict({'fingerprints': [NVIDIA_KEY], 'armored': False, 'error': None}, **change)}
+    return {'paths': paths, 'keyrings': keyrings}
+
+
+def test_the_probe_request_reads_the_repository_files_on_apt_where_the_role_installs():
+    request = nvidia_container_toolkit_probe_request(settings(), True, REPOSITORY)
+    assert {SOURCES, KEYRING} | set(REPOSITORY['legacy_files']) <= set(request['paths'])
+    assert request['keyrings'] == [KEYRING]
+    for more, repository in (({'install': False}, REPOSITORY), ({'state': 'absent'}, REPOSITORY),
+                             ({}, dict(REPOSITORY, family='RedHat')), ({}, None)):
+        request = nvidia_container_toolkit_probe_request(settings(**more), True, repository)
+        assert request['keyrings'] == [] and SOURCES not in request['paths']
+    assert not set(REPOSITORY['legacy_files']) & set(
+        nvidia_container_toolkit_probe_request(settings(remove_legacy=False), True, REPOSITORY)['paths'])
+
+
+def test_a_repository_in_place_costs_no_module_run_and_nothing_of_setup_runs():
+    got = apt_plan(**in_place())
+    assert got['repository'] == {'uris': 'https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)',
+                                 'kept': True, 'run': False}
+    assert not got['packages']['setup']
+    assert 'repository kept' in got['summary']
+
+
+@pytest.mark.parametrize('change', [
+    dict(text=SOURCES_TEXT.replace('stable', 'experimental')),   # another channel
+    dict(text=None),                                              # not UTF-8, or too large
+    dict(sources_mode='0600'), dict(keyring_mode='0640'),
+    dict(paths={SOURCES: probed(None, mode=None, kind=None)}),    # no .sources file
+    dict(paths={KEYRING: probed(None, mode=None, kind=None)}),    # no keyring
+    dict(fingerprints=['CB46C553B095A24A90274F878EA7A5D5237FE158']),  # another key
+    dict(fingerprints=[NVIDIA_KEY, 'CB46C553B095A24A90274F878EA7A5D5237FE158']),  # one key more
+    dict(fingerprints=[], error='the key file is empty'),
+    dict(armored=True),                                           # the format asked for is binary
+    dict(paths={'/etc/apt/sources.list.d/nvidia-docker.list': probed('deb https://nvidia.github.io/x /\n')}),
+])
+def test_anything_package_repository_would_change_runs_it(change):
+    got = apt_plan(**in_place(**change))
+    assert got['repository']['run'] and not got['repository']['kept'] and got['packages']['setup']
+
+
+def test_a_changed_fingerprint_list_downloads_the_key_again():
+    """The module reads the key from its URL only when it runs: a list with a new fingerprint runs it."""
+    got = apt_plan({'repo_key_fingerprint': [NVIDIA_KEY, 'CB46C553B095A24A90274F878EA7A5D5237FE158']}, **in_place())
+    assert got['repository']['run']
+    spaced = ' '.join(NVIDIA_KEY[i:i + 4] for i in range(0, 40, 4)).lower()
+    assert not apt_plan({'repo_key_fingerprint': [spaced]}, **in_place())['repository']['run']
+    assert apt_plan({'repo_key_fingerprint': ['not a fingerprint']}, **in_place())['repository']['run']
+
+
+def test_a_legacy_file_left_is_kept_where_the_role_does_not_remove_them():
+    legacy = {'/etc/apt/sources.list.d/nvidia-docker.list': probed('deb https://nvidia.github.io/x /\n')}
+    assert not apt_plan({'remove_legacy': False}, **in_place(paths=legacy))['repository']['run']
+
+
+@pytest.mark.parametrize('packages, legacy', [({}, False), (at_pin('install'), False),
+                                              (dict(at_pin(), **{'nvidia-docker2': {'status': 'installed'}}), True)])
+def test_setup_runs_for_a_package_change_with_the_repository_in_place(packages, legacy):
+    got = apt_plan(packages=packages, **in_place())
+    assert got['packages']['setup'] and not got['repository']['run']
+    assert bool(got['packages']['legacy_installed']) == legacy
+
+
+def test_on_dnf_and_without_install_the_repository_is_the_tasks_own():
+    rpm = plan(packages=at_pin(), os_family='RedHat', repository=dict(REPOSITORY, family='RedHat'))
+    assert rpm['repository']['run'] and rpm['packages']['setup']
+    off = apt_plan({'install': False}, **in_place())
+    assert not off['repository']['run'] and not off['packages']['setup']
+
+
+def test_what_package_repository_writes_is_what_the_plan_finds_in_place(run_module, tmp_path, monkeypatch):
+    """The module run with the setup task's arguments, then node_probe on what it wrote: the plan finds it kept.
+    The module writes under tmp_path; the probe's answers are filed under the paths on a node."""
+    from ansible_collections.accel.nodes.plugins.module_utils import _node_probe
+    from ansible_collections.accel.nodes.plugins.modules import package_repository
+    keys = Path(__file__).parents[2] / 'fixtures' / 'openpgp'
+    rsa = 'CB46C553B095A24A90274F878EA7A5D5237FE158'
+    sources_dir, keyring = tmp_path / 'sources.list.d', tmp_path / 'nvidia-container-toolkit.gpg'
+    sources_dir.mkdir()
+    monkeypatch.setattr(package_repository, 'SOURCES_DIR', str(sources_dir))
+    got = apt_plan({'repo_key_fingerprint': [rsa]})
+    assert got['repository']['run']
+    written = run_module(package_repository.main, {
+        'name': REPOSITORY['name'], 'uris': got['repository']['uris'], 'suites': '/',
+        'key_url': (keys / 'rsa2048.asc').as_uri(), 'key_fingerprint': [rsa], 'keyring': str(keyring),
+        'keyring_format': REPOSITORY['keyring_format'], '_ansible_tmpdir': str(tmp_path)})
+    assert written['changed']
+    sources = _node_probe.describe(written['dest'])
+    sources['text'] = sources['text'].replace(str(keyring), KEYRING)
+    again = apt_plan({'repo_key_fingerprint': [rsa]}, paths={SOURCES: sources, KEYRING: _node_probe.describe(str(keyring))},
+                     keyrings={KEYRING: _node_probe.keyring(str(keyring))})
+    assert again['repository'] == dict(got['repository'], kept=True, run=False)

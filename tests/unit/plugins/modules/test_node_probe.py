@@ -191,3 +191,19 @@ def test_a_finished_node_has_nothing_interrupted(run_module, monkeypatch, tmp_pa
     monkeypatch.setattr(_node_probe, 'DPKG_STATUS', str(FIXTURES / 'neuron' / 'dpkg-status-inf1-converged'))
     monkeypatch.setattr(_dpkg, 'UPDATES_DIR', str(tmp_path))
     assert run_module(node_probe.main, {'packages': ['^aws-neuron']})['interrupted'] == []
+
+
+def test_keyrings_give_the_primary_fingerprints_of_armored_and_binary_keys(run_module, tmp_path):
+    """The fingerprints gpg printed for the throwaway keys and Docker's published one (tests/fixtures/openpgp)."""
+    keys = FIXTURES / 'openpgp'
+    (tmp_path / 'page.html').write_text('<!doctype html><html>Not Found</html>')
+    asked = [str(keys / 'rsa2048.gpg'), str(keys / 'ed25519.asc'), str(keys / 'docker.asc'),
+             str(tmp_path / 'page.html'), str(tmp_path / 'missing.gpg')]
+    found = run_module(node_probe.main, dict(keyrings=asked))['keyrings']
+    assert found[asked[0]] == {'fingerprints': ['CB46C553B095A24A90274F878EA7A5D5237FE158'], 'armored': False,
+                               'error': None}
+    assert found[asked[1]] == {'fingerprints': ['A5B440836C27DF444964208D607B667479FB903F'], 'armored': True,
+                               'error': None}
+    assert found[asked[2]]['fingerprints'] == ['9DC858229FC7DD38854AE2D88D81803C0EBFCD88']
+    assert found[asked[3]]['fingerprints'] == [] and 'HTML' in found[asked[3]]['error']
+    assert found[asked[4]] is None
