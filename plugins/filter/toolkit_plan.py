@@ -229,8 +229,8 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
     uris = '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'],
                          _dict(node.get('repository')).get('path', ''))
     repository = {'uris': uris, 'kept': repo_kept, 'run': present and install and not repo_kept}
-    packages['setup'] = repository['run'] or installing or packages['hold'] or bool(
-        boolean(settings['remove_legacy'], strict=False) and packages['legacy_installed'])
+    packages['setup'] = present and install and (repository['run'] or installing or packages['hold'] or bool(
+        boolean(settings['remove_legacy'], strict=False) and packages['legacy_installed']))
 
     # config.toml and the engines' files: is each as its module would leave it? config.toml is judged only where
     # no package install can rewrite it after the probe.

@@ -300,8 +300,15 @@ def test_setup_runs_for_a_package_change_with_the_repository_in_place(packages, 
 def test_on_dnf_and_without_install_the_repository_is_the_tasks_own():
     rpm = plan(packages=at_pin(), os_family='RedHat', repository=dict(REPOSITORY, family='RedHat'))
     assert rpm['repository']['run'] and rpm['packages']['setup']
-    off = apt_plan({'install': False}, **in_place())
-    assert not off['repository']['run'] and not off['packages']['setup']
+    # Without install the role leaves packages, holds and legacy packages alone, whatever the probe saw
+    # (the hardware tier's node: the toolkit installed, not held).
+    legacy = dict(at_pin('install'), **{'nvidia-docker2': {'status': 'installed'}})
+    for packages in (at_pin(), at_pin('install'), {}, legacy):
+        off = apt_plan({'install': False}, packages=packages, **in_place())
+        assert not off['repository']['run'] and not off['packages']['setup']
+        off = plan({'install': False}, packages=packages, os_family='RedHat')
+        assert not off['repository']['run'] and not off['packages']['setup']
+    assert not apt_plan({'state': 'absent'}, packages=at_pin('install'))['packages']['setup']
 
 
 def test_what_package_repository_writes_is_what_the_plan_finds_in_place(run_module, tmp_path, monkeypatch):
