@@ -75,16 +75,37 @@ print(json.dumps({'serial': play.serial, 'before': before,
 '''
 
 
-def header(extra):
+# The README's advice ("Speed") for a playbook of one's own that runs the roles.
+OWN = """
+- name: Provision my GPU nodes
+  hosts: all
+  gather_facts: false
+  serial: "{{ accel_nodes_serial | default('100%') | accel.nodes.rolling_serial }}"
+  roles:
+    - role: accel.nodes.accelerator_validation
+"""
+
+
+def header(extra, playbook=SITE):
     env = dict(os.environ, ANSIBLE_HOME=os.environ.get('ANSIBLE_HOME') or '/tmp/accel-nodes-test-ansible-home')
-    return subprocess.run([sys.executable, '-c', HEADER, str(SITE), os.environ.get('PYTHONPATH', ''), json.dumps(extra)],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, '-c', HEADER, str(playbook), os.environ.get('PYTHONPATH', ''),
+                           json.dumps(extra)], env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_templating_the_play_header_loads_every_filter_of_the_collection():
+def test_the_readme_gives_the_same_header_for_a_playbook_of_ones_own():
+    readme = (TOP / 'README.md').read_text()
+    assert OWN.split('serial: ')[1].splitlines()[0] in readme
+
+
+@pytest.mark.parametrize('own', [False, True])
+def test_templating_the_play_header_loads_every_filter_of_the_collection(own, tmp_path):
     """What the controller does before it forks the play's first worker: afterwards every filter file of the
     collection is loaded in its process, for the workers to inherit."""
-    done = header({'accel_nodes_serial': [1, '10%']})
+    playbook = SITE
+    if own:
+        playbook = tmp_path / 'own.yml'
+        playbook.write_text(OWN)
+    done = header({'accel_nodes_serial': [1, '10%']}, playbook)
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = json.loads(done.stdout.splitlines()[-1])
     assert loaded['serial'] == [1, '10%'] and loaded['before'] == []
