@@ -86,15 +86,20 @@ def _dev_char_asked(settings: dict[str, t.Any], live: bool) -> bool:
     return settings['dev_char_symlinks'] != 'never' and live
 
 
+def _uris(settings: dict[str, t.Any], repository: t.Any) -> str:
+    """The repository's URL: the tree, the channel and the per-OS path (apt's $(ARCH) or dnf's $basearch)."""
+    return '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'],
+                         _dict(repository).get('path', ''))
+
+
 def _apt_repository(settings: dict[str, t.Any], repository: t.Any) -> dict[str, t.Any]:
     """The files accel.nodes.package_repository keeps on apt, where the role installs the packages: the .sources
     file, the keyring and the legacy files it removes; empty elsewhere."""
-    repo = repository if isinstance(repository, dict) else {}
+    repo = _dict(repository)
     if repo.get('family') != 'Debian' or settings['state'] != 'present' or not boolean(settings['install'], strict=False):
         return {}
     name, keyring = str(repo['name']), str(repo['keyring'])
-    uris = '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'], repo['path'])
-    return {'sources': sources_path(name), 'text': sources_text(name, keyring, ['deb'], [uris], ['/']),
+    return {'sources': sources_path(name), 'text': sources_text(name, keyring, ['deb'], [_uris(settings, repo)], ['/']),
             'keyring': keyring, 'armored': repo.get('keyring_format') == 'armored',
             'legacy': [str(f) for f in repo.get('legacy_files') or []]
             if boolean(settings['remove_legacy'], strict=False) else []}
@@ -226,9 +231,8 @@ def nvidia_container_toolkit_plan(settings: t.Any, probe: t.Any, node: t.Any) ->
     # would not, and no package changes, tasks/setup-<os_family>.yml is not included at all.
     apt = _apt_repository(settings, node.get('repository'))
     repo_kept = bool(apt) and _repository_kept(settings, apt, probe)
-    uris = '%s/%s/%s' % (str(settings['repo_url']).rstrip('/'), settings['repo_channel'],
-                         _dict(node.get('repository')).get('path', ''))
-    repository = {'uris': uris, 'kept': repo_kept, 'run': present and install and not repo_kept}
+    repository = {'uris': _uris(settings, node.get('repository')), 'kept': repo_kept,
+                  'run': present and install and not repo_kept}
     packages['setup'] = present and install and (repository['run'] or installing or packages['hold'] or bool(
         boolean(settings['remove_legacy'], strict=False) and packages['legacy_installed']))
 
