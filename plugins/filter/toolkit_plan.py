@@ -110,13 +110,14 @@ def _repository_kept(settings: dict[str, t.Any], apt: dict[str, t.Any], probe: d
     holding exactly the accepted fingerprints in the format asked for, both with mode 0644, and no legacy file.
     A changed fingerprint list runs the module, which downloads the key again."""
     paths, keyrings = probe.get('paths') or {}, probe.get('keyrings') or {}
-    sources, keyring = paths.get(apt['sources']) or {}, paths.get(apt['keyring']) or {}
-    key = keyrings.get(apt['keyring']) or {}
+    keyring, key = paths.get(apt['keyring']) or {}, keyrings.get(apt['keyring']) or {}
     try:
         accepted = {normalize_fingerprint(str(f)) for f in settings['repo_key_fingerprint'] or []}
     except OpenPGPError:
         return False  # the module says what is wrong with it
-    return (sources.get('type') == 'file' and sources.get('mode') == '0644' and sources.get('text') == apt['text']
+    # The .sources file is text, judged as paths_content judges its files; the keyring is binary or armored.
+    sources = [{'path': apt['sources'], 'content': apt['text'], 'mode': '0644'}]
+    return (not paths_to_write(sources, paths)
             and keyring.get('type') == 'file' and keyring.get('mode') == '0644' and not key.get('error')
             and bool(accepted) and set(key.get('fingerprints') or []) == accepted
             and bool(key.get('armored')) == apt['armored']
